@@ -1,0 +1,86 @@
+// mirror/coll/communicator.h — the one interface through which Mirror communicates between ranks.
+//
+// A Communicator spans the ranks of the MPI job (one per process). The backend is chosen at run time:
+//   host — CPU buffers; reductions on the CPU (16-bit floats accumulate in float32);
+//   nccl — device buffers (CUDA); NCCL communicator bootstrapped over MPI.
+// All calls are collective: every rank calls them in the same order with the same count, dtype and op.
+// Buffers: for every call, send == recv means in-place. A null buffer with count > 0, an unsupported
+// dtype/op pair or a root out of range throws mirror::Error(kInvalidArgument) on the calling rank.
+// A count of 0 is valid and moves nothing.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "mirror/coll/types.h"
+
+namespace mirror::coll {
+
+// Handle of an asynchronous collective. wait() blocks until it completes (throws what the collective
+// threw, or kTimeout). A default-constructed Work is already complete. Waiting twice is allowed.
+class Work {
+ public:
+  class Impl {
+   public:
+    virtual ~Impl() = default;
+    virtual void wait() = 0;
+    virtual bool done() = 0;  // non-blocking test
+  };
+  Work() = default;
+  explicit Work(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  void wait() { if (impl_) impl_->wait(); }
+  bool done() { return !impl_ || impl_->done(); }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+enum class Backend { kHost, kNccl };
+const char* to_string(Backend backend);
+Backend parse_backend(std::string_view name);  // "host" | "nccl"
+
+struct CommOptions {
+  Backend backend = Backend::kHost;
+  // Every blocking wait gives up after this long and throws kTimeout naming the collective.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // nccl: the CUDA device this rank uses; -1 means "the local rank modulo the visible device count".
+  int device = -1;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Backend backend() const = 0;
+
+  // recv[i] = op over ranks of send[i], for i < count, on every rank.
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) = 0;
+  virtual Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) = 0;
+
+  // buf (count elements) of root is copied to every rank's buf.
+  virtual void broadcast(void* buf, std::size_t count, DataType type, int root) = 0;
+  virtual Work broadcast_async(void* buf, std::size_t count, DataType type, int root) = 0;
+
+  // recv (size() * count elements) = concatenation of every rank's send (count elements), rank order.
+  // In place when send == recv + rank() * count.
+  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type) = 0;
+  virtual Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) = 0;
+
+  // send has size() * recv_count elements; rank r receives block r of the reduction (recv_count elements).
+  // In place when recv == send + rank() * recv_count.
+  virtual void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+                              ReduceOp op) = 0;
+  virtual Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
+                                    ReduceOp op) = 0;
+
+  virtual void barrier() = 0;
+};
+
+// Builds the communicator over all ranks of the job (MpiRuntime must be alive).
+std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
+
+}  // namespace mirror::coll

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs Mirror's build and test dependencies from Debian's packages.
+# Idempotent and quiet when everything is already there. Extra package names may be given as
+# arguments (e.g. dataset-fashion-mnist, python3-torch). CUDA is never installed here: it is optional.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  openmpi-bin libopenmpi-dev
+  libhdf5-dev hdf5-tools
+  libopenblas-dev
+  libgtest-dev
+  libcli11-dev nlohmann-json3-dev
+  zlib1g-dev
+  "$@"
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
