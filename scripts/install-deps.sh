@@ -12,6 +12,7 @@ packages=(
   libgtest-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
+  python3-matplotlib
   "$@"
 )
 

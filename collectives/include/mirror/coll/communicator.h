@@ -7,6 +7,25 @@
 // Buffers: for every call, send == recv means in-place. A null buffer with count > 0, an unsupported
 // dtype/op pair or a root out of range throws mirror::Error(kInvalidArgument) on the calling rank.
 // A count of 0 is valid and moves nothing.
+//
+// Order and asynchrony: calls run in the order they were issued on this rank, async ones included. The
+// host backend runs them on one progress thread per communicator (a blocking call runs inline when nothing
+// is outstanding); with less than MPI_THREAD_MULTIPLE from MPI there is no progress thread and async calls
+// complete before they return. The nccl backend enqueues on its CUDA stream and returns.
+//
+// Timeouts: every wait (a blocking call, Work::wait) gives up after CommOptions.timeout and throws
+// mirror::Error(kTimeout) naming the collective, its sequence number and its size. After any failed
+// collective (timeout, MPI/NCCL error) the communicator is unusable: later calls throw, naming the first
+// failure (the nccl backend aborts its NCCL communicator before raising). Make a new one to go on.
+//
+// Reductions: float16/bfloat16 accumulate in float32 on the host backend and are rounded once. Integer
+// sum/prod wrap around; integer avg is the sum divided by size() truncating toward zero (C++ division).
+//
+// NCCL stream contract: the nccl backend issues every collective on its own stream, made with
+// cudaStreamCreate, i.e. a BLOCKING stream: it is ordered with the legacy default stream (stream 0 without
+// --default-stream per-thread). Kernels and cudaMemcpy on the default stream before a call are finished
+// before the collective starts; work on the default stream after a blocking call (or after Work::wait())
+// sees its result. Work on other non-blocking streams must be synchronised by the caller.
 #pragma once
 
 #include <chrono>

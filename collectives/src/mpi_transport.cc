@@ -1,0 +1,131 @@
+// mpi_transport.cc — MpiTransport: Isend/Irecv in pieces of at most 1 GiB, polled against the deadline.
+#include "mpi_transport.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "mirror/error.h"
+#include "mpi_check.h"
+
+namespace mirror::coll::detail {
+namespace {
+
+constexpr std::size_t kMaxPiece = std::size_t{1} << 30;  // MPI counts are int: split larger messages
+
+void post(std::vector<MPI_Request>& reqs, bool is_send, int peer, const void* data, std::size_t bytes, int tag,
+          MPI_Comm comm) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t off = 0; off < bytes; off += kMaxPiece) {
+    const int n = static_cast<int>(std::min(kMaxPiece, bytes - off));
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (is_send) {
+      MIRROR_CHECK_MPI(MPI_Isend(p + off, n, MPI_BYTE, peer, tag, comm, &r));
+    } else {
+      MIRROR_CHECK_MPI(MPI_Irecv(const_cast<unsigned char*>(p) + off, n, MPI_BYTE, peer, tag, comm, &r));
+    }
+    reqs.push_back(r);
+  }
+}
+
+// Cancels and frees what is still pending after a timeout, so nothing refers to the caller's buffers.
+void abandon(std::vector<MPI_Request>& reqs) noexcept {
+  for (auto& r : reqs) {
+    if (r == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&r);
+    MPI_Request_free(&r);
+  }
+}
+
+}  // namespace
+
+MpiTransport::MpiTransport() {
+  MIRROR_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  MIRROR_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  MIRROR_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  MIRROR_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  void* value = nullptr;
+  int flag = 0;
+  MIRROR_CHECK_MPI(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &flag));
+  if (flag && value) tag_ub_ = *static_cast<int*>(value);
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+int MpiTransport::tag_for(const OpContext& ctx) const {
+  // The sequence number in the tag: a rank that skipped a collective cannot feed the next one's data
+  // into this one; the waiting ranks time out instead.
+  return static_cast<int>(ctx.seq % static_cast<std::uint64_t>(tag_ub_));
+}
+
+void MpiTransport::send(int peer, const void* data, std::size_t bytes, const OpContext& ctx) {
+  exchange(peer, data, bytes, -1, nullptr, 0, ctx);
+}
+
+void MpiTransport::recv(int peer, void* data, std::size_t bytes, const OpContext& ctx) {
+  exchange(-1, nullptr, 0, peer, data, bytes, ctx);
+}
+
+void MpiTransport::sendrecv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                            void* recv_data, std::size_t recv_bytes, const OpContext& ctx) {
+  exchange(send_peer, send_data, send_bytes, recv_peer, recv_data, recv_bytes, ctx);
+}
+
+void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                            void* recv_data, std::size_t recv_bytes, const OpContext& ctx) {
+  const int tag = tag_for(ctx);
+  std::vector<MPI_Request> reqs;
+  reqs.reserve(4);
+  // Zero-byte messages are still sent: they keep both sides of a step in lockstep.
+  if (recv_peer >= 0) {
+    if (recv_bytes == 0) {
+      MPI_Request r;
+      MIRROR_CHECK_MPI(MPI_Irecv(nullptr, 0, MPI_BYTE, recv_peer, tag, comm_, &r));
+      reqs.push_back(r);
+    } else {
+      post(reqs, false, recv_peer, recv_data, recv_bytes, tag, comm_);
+    }
+  }
+  if (send_peer >= 0) {
+    if (send_bytes == 0) {
+      MPI_Request r;
+      MIRROR_CHECK_MPI(MPI_Isend(nullptr, 0, MPI_BYTE, send_peer, tag, comm_, &r));
+      reqs.push_back(r);
+    } else {
+      post(reqs, true, send_peer, send_data, send_bytes, tag, comm_);
+    }
+  }
+  // Poll: spin briefly (latency), then yield, then sleep in short naps (oversubscribed ranks need the CPU).
+  const auto start = Clock::now();
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      abandon(reqs);
+      MIRROR_THROW(kMpi, ctx.describe() << ": MPI_Testall failed: " << mpi_error_string(rc));
+    }
+    if (done) return;
+    const auto now = Clock::now();
+    if (now >= ctx.deadline) {
+      abandon(reqs);
+      std::ostringstream peers;
+      if (recv_peer >= 0) peers << "receiving " << recv_bytes << " bytes from rank " << recv_peer;
+      if (send_peer >= 0) peers << (recv_peer >= 0 ? ", " : "") << "sending " << send_bytes << " bytes to rank " << send_peer;
+      MIRROR_THROW(kTimeout, ctx.describe() << " timed out after " << ctx.timeout.count() << " ms on rank " << rank_
+                                             << " while " << peers.str()
+                                             << " (a rank did not join this collective, or is stuck)");
+    }
+    if (polls < 64) continue;
+    if (now - start < std::chrono::milliseconds(50)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+}  // namespace mirror::coll::detail

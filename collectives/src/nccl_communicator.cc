@@ -1,0 +1,309 @@
+// nccl_communicator.cc — NcclCommunicator: NCCL collectives on the communicator's own blocking CUDA
+// stream; waits poll the stream (or the op's event) and ncclCommGetAsyncError against the timeout; on an
+// NCCL error or a timeout the NCCL communicator is aborted before the error is raised.
+#include "nccl_communicator.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstring>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "call.h"
+#include "mirror/coll/device.h"
+#include "mirror/coll/runtime.h"
+#include "mpi_check.h"
+#include "nccl_check.h"
+#include "nccl_id_internal.h"
+
+namespace mirror::coll::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ncclDataType_t to_nccl(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return ncclFloat32;
+    case DataType::kFloat64: return ncclFloat64;
+    case DataType::kFloat16: return ncclFloat16;
+    case DataType::kBFloat16: return ncclBfloat16;
+    case DataType::kInt32: return ncclInt32;
+    case DataType::kInt64: return ncclInt64;
+  }
+  MIRROR_THROW(kInvalidArgument, "nccl backend: unsupported data type value " << static_cast<int>(t));
+}
+
+ncclRedOp_t to_nccl(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return ncclSum;
+    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kProd: return ncclProd;
+  }
+  MIRROR_THROW(kInvalidArgument, "nccl backend: unsupported reduction value " << static_cast<int>(op));
+}
+
+// What the communicator and its outstanding Works share: the NCCL handle and whether it was aborted.
+struct NcclState {
+  std::mutex mu;
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  bool aborted = false;
+  std::string failure;  // why it was aborted
+
+  // Aborts (once) and raises `kind` with `message`.
+  [[noreturn]] void fail(ErrorKind kind, const std::string& message, const char* file, int line) {
+    {
+      std::lock_guard lk(mu);
+      if (!aborted) {
+        aborted = true;
+        failure = message;
+        if (comm) ncclCommAbort(comm);
+        comm = nullptr;
+      }
+    }
+    throw Error(kind, message, file, line);
+  }
+  void check_usable(const std::string& what) {
+    std::lock_guard lk(mu);
+    if (aborted) {
+      throw Error(ErrorKind::kNccl, what + " refused: the NCCL communicator was aborted after: " + failure, __FILE__,
+                  __LINE__);
+    }
+  }
+};
+
+// Polls `query` (cudaEventQuery or cudaStreamQuery) and NCCL's async error until done or the timeout.
+template <typename Query>
+void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::milliseconds timeout) {
+  const auto start = Clock::now();
+  const auto deadline = start + timeout;
+  for (long polls = 0;; ++polls) {
+    const cudaError_t q = query();
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      st.fail(ErrorKind::kCuda, what + ": CUDA reported " + cudaGetErrorString(q), __FILE__, __LINE__);
+    }
+    ncclResult_t async = ncclSuccess;
+    {
+      std::lock_guard lk(st.mu);
+      if (st.comm) ncclCommGetAsyncError(st.comm, &async);
+    }
+    if (async != ncclSuccess && async != ncclInProgress) {
+      st.fail(ErrorKind::kNccl, what + ": NCCL reported " + ncclGetErrorString(async), __FILE__, __LINE__);
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      st.fail(ErrorKind::kTimeout,
+              what + " timed out after " + std::to_string(timeout.count()) +
+                  " ms (a rank did not join this collective, or is stuck); the NCCL communicator was aborted",
+              __FILE__, __LINE__);
+    }
+    if (polls < 64) continue;
+    if (now - start < std::chrono::milliseconds(2)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+class NcclWork final : public Work::Impl {
+ public:
+  NcclWork(std::shared_ptr<NcclState> st, cudaEvent_t ev, std::string what, std::chrono::milliseconds timeout)
+      : st_(std::move(st)), ev_(ev), what_(std::move(what)), timeout_(timeout) {}
+  ~NcclWork() override {
+    if (ev_) cudaEventDestroy(ev_);
+  }
+  void wait() override {
+    if (done_) return;
+    wait_for(*st_, [&] { return cudaEventQuery(ev_); }, what_, timeout_);
+    done_ = true;
+  }
+  bool done() override {
+    if (!done_ && cudaEventQuery(ev_) == cudaSuccess) done_ = true;
+    return done_;
+  }
+
+ private:
+  std::shared_ptr<NcclState> st_;
+  cudaEvent_t ev_ = nullptr;
+  std::string what_;
+  std::chrono::milliseconds timeout_;
+  std::atomic<bool> done_{false};
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  explicit NcclCommunicator(const CommOptions& options);
+  ~NcclCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::kNccl; }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
+    issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, false);
+  }
+  Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
+    return issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, true);
+  }
+  void broadcast(void* buf, std::size_t count, DataType type, int root) override {
+    issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, false);
+  }
+  Work broadcast_async(void* buf, std::size_t count, DataType type, int root) override {
+    return issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, true);
+  }
+  void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
+    issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, false);
+  }
+  Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) override {
+    return issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, true);
+  }
+  void reduce_scatter(const void* send, void* recv, std::size_t n, DataType type, ReduceOp op) override {
+    issue({CallKind::kReduceScatter, send, recv, n, type, op, 0, 0}, false);
+  }
+  Work reduce_scatter_async(const void* send, void* recv, std::size_t n, DataType type, ReduceOp op) override {
+    return issue({CallKind::kReduceScatter, send, recv, n, type, op, 0, 0}, true);
+  }
+  void barrier() override {
+    issue({CallKind::kBarrier, barrier_buf_, barrier_buf_, 1, DataType::kInt32, ReduceOp::kSum, 0, 0}, false);
+  }
+
+ private:
+  Work issue(CollectiveCall call, bool async);
+  void launch(const CollectiveCall& call);
+
+  CommOptions options_;
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  std::shared_ptr<NcclState> state_ = std::make_shared<NcclState>();
+  cudaStream_t stream_ = nullptr;
+  void* barrier_buf_ = nullptr;
+  std::mutex issue_mu_;
+  std::uint64_t next_seq_ = 0;
+};
+
+NcclCommunicator::NcclCommunicator(const CommOptions& options) : options_(options) {
+  MIRROR_CHECK(options_.timeout.count() > 0, kInvalidArgument,
+               "CommOptions.timeout must be > 0 ms, got " << options_.timeout.count());
+  MIRROR_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm_));
+  MIRROR_CHECK_MPI(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
+  MIRROR_CHECK_MPI(MPI_Comm_rank(mpi_comm_, &rank_));
+  MIRROR_CHECK_MPI(MPI_Comm_size(mpi_comm_, &size_));
+
+  // Every rank must see a GPU; agree on it first, so all ranks fail together instead of some hanging.
+  const int devices = cuda_device_count();
+  int device = options_.device >= 0 ? options_.device : (devices > 0 ? MpiRuntime::local_rank() % devices : -1);
+  int local_ok = (devices > 0 && device >= 0 && device < devices) ? 1 : 0, all_ok = 0;
+  MIRROR_CHECK_MPI(MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, mpi_comm_));
+  if (!all_ok) {
+    MPI_Comm_free(&mpi_comm_);
+    if (!local_ok && devices == 0) {
+      MIRROR_THROW(kCuda, "nccl backend: rank " << rank_ << " sees no CUDA GPU (no device or no driver); "
+                                                << "use the host backend (--backend host) on this machine");
+    }
+    if (!local_ok) {
+      MIRROR_THROW(kInvalidArgument, "nccl backend: CommOptions.device " << device << " is out of range; rank "
+                                                                         << rank_ << " sees " << devices << " GPU(s)");
+    }
+    MIRROR_THROW(kRemote, "nccl backend: another rank has no usable GPU; see its error");
+  }
+  state_->device = device;
+  MIRROR_CHECK_CUDA(cudaSetDevice(device));
+  const std::vector<std::uint8_t> id_bytes = broadcast_nccl_unique_id(mpi_comm_, 0);
+  ncclUniqueId id;
+  std::memcpy(&id, id_bytes.data(), sizeof(id));
+  // A blocking stream: work on the legacy default stream and this stream are ordered with each other.
+  MIRROR_CHECK_CUDA(cudaStreamCreate(&stream_));
+  MIRROR_CHECK_CUDA(cudaMalloc(&barrier_buf_, sizeof(int)));
+  MIRROR_CHECK_CUDA(cudaMemset(barrier_buf_, 0, sizeof(int)));
+  MIRROR_CHECK_NCCL(ncclCommInitRank(&state_->comm, size_, id, rank_));
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  // Never throws: errors on the way out are ignored.
+  {
+    std::lock_guard lk(state_->mu);
+    if (state_->comm) {
+      cudaSetDevice(state_->device);
+      if (cudaStreamSynchronize(stream_) == cudaSuccess) {
+        ncclCommDestroy(state_->comm);
+      } else {
+        ncclCommAbort(state_->comm);
+      }
+      state_->comm = nullptr;
+      state_->aborted = true;
+      state_->failure = "the communicator was destroyed";
+    }
+  }
+  if (barrier_buf_) cudaFree(barrier_buf_);
+  if (stream_) cudaStreamDestroy(stream_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (mpi_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&mpi_comm_);
+}
+
+void NcclCommunicator::launch(const CollectiveCall& c) {
+  ncclComm_t comm = state_->comm;
+  const ncclDataType_t t = to_nccl(c.type);
+  switch (c.kind) {
+    case CallKind::kAllreduce:
+      MIRROR_CHECK_NCCL(ncclAllReduce(c.send, c.recv, c.count, t, to_nccl(c.op), comm, stream_));
+      return;
+    case CallKind::kBroadcast:
+      MIRROR_CHECK_NCCL(ncclBroadcast(c.send, c.recv, c.count, t, c.root, comm, stream_));
+      return;
+    case CallKind::kAllgather:
+      MIRROR_CHECK_NCCL(ncclAllGather(c.send, c.recv, c.count, t, comm, stream_));
+      return;
+    case CallKind::kReduceScatter:
+      MIRROR_CHECK_NCCL(ncclReduceScatter(c.send, c.recv, c.count, t, to_nccl(c.op), comm, stream_));
+      return;
+    case CallKind::kBarrier:
+      MIRROR_CHECK_NCCL(ncclAllReduce(c.send, c.recv, 1, ncclInt32, ncclSum, comm, stream_));
+      return;
+  }
+}
+
+Work NcclCommunicator::issue(CollectiveCall call, bool async) {
+  validate_call(call, rank_, size_);
+  std::lock_guard lk(issue_mu_);
+  call.seq = next_seq_++;
+  const std::string what = call.describe(size_) + " [nccl]";
+  state_->check_usable(what);
+  MIRROR_CHECK_CUDA(cudaSetDevice(state_->device));
+  if (call.count > 0) {
+    try {
+      launch(call);
+    } catch (const Error& e) {
+      state_->fail(e.kind(), what + ": " + e.message(), __FILE__, __LINE__);
+    }
+  }
+  if (!async) {
+    wait_for(*state_, [&] { return cudaStreamQuery(stream_); }, what, options_.timeout);
+    return Work();
+  }
+  cudaEvent_t ev = nullptr;
+  MIRROR_CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  const cudaError_t rc = cudaEventRecord(ev, stream_);
+  if (rc != cudaSuccess) {
+    cudaEventDestroy(ev);
+    MIRROR_CHECK_CUDA(rc);
+  }
+  return Work(std::make_shared<NcclWork>(state_, ev, what, options_.timeout));
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const CommOptions& options) {
+  return std::make_unique<NcclCommunicator>(options);
+}
+
+}  // namespace mirror::coll::detail

@@ -1,0 +1,131 @@
+// bench_main.cc — mirror-bench: sweeps sizes for one collective and prints nccl-tests' table (rank 0),
+// with plain MPI's time and bus bandwidth alongside and the ratio; exits non-zero on any wrong value,
+// with the exit code agreed by all ranks.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_options.h"
+#include "bench_runner.h"
+#include "mirror/coll/communicator.h"
+#include "mirror/coll/runtime.h"
+#include "mirror/error.h"
+
+namespace {
+
+using mirror::bench::BenchOp;
+using mirror::bench::BenchOptions;
+using mirror::bench::BenchRow;
+using mirror::bench::Timing;
+
+const char* mpi_name(BenchOp op) {
+  switch (op) {
+    case BenchOp::kAllreduce: return "MPI_Allreduce";
+    case BenchOp::kBroadcast: return "MPI_Bcast";
+    case BenchOp::kAllgather: return "MPI_Allgather";
+    case BenchOp::kReduceScatter: return "MPI_Reduce_scatter_block";
+  }
+  return "MPI";
+}
+
+void print_header(const BenchOptions& o, int ranks) {
+  std::printf("# mirror-bench %s: %d ranks, backend %s, type %s, redop %s, root %d, iters %d (fewer above 8 MiB), "
+              "warmup %d, check %s\n",
+              to_string(o.op), ranks, mirror::coll::to_string(o.backend), mirror::coll::to_string(o.type),
+              mirror::coll::to_string(o.redop), o.root, o.iters, o.warmup, o.check ? "on" : "off");
+  std::printf("# %45s %-33s %-33s %s\n", "", "out-of-place", "in-place", mpi_name(o.op));
+  std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", "size", "count", "type",
+              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "time", "busbw",
+              "ratio");
+  std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", "(B)", "(elements)", "", "",
+              "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "mir/MPI");
+}
+
+std::string cell(const char* fmt, double v, bool ran) {
+  if (!ran) return "n/a";
+  char b[32];
+  std::snprintf(b, sizeof b, fmt, v);
+  return b;
+}
+
+void print_row(const BenchOptions& o, const BenchRow& r) {
+  const bool reduces = o.op == BenchOp::kAllreduce || o.op == BenchOp::kReduceScatter;
+  auto t = [](const Timing& x) { return cell("%.1f", x.time_us, x.ran); };
+  auto bw = [](const Timing& x, double v) { return cell("%.3f", v, x.ran); };
+  auto wr = [](const Timing& x) { return x.ran ? (x.wrong < 0 ? std::string("N/A") : std::to_string(x.wrong)) : "n/a"; };
+  std::printf("  %10zu %12zu %8s %6s %5d %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", r.bytes, r.count,
+              mirror::coll::to_string(o.type), reduces ? mirror::coll::to_string(o.redop) : "none",
+              o.op == BenchOp::kBroadcast ? o.root : -1, t(r.out_of_place).c_str(),
+              bw(r.out_of_place, r.out_of_place.algbw).c_str(), bw(r.out_of_place, r.out_of_place.busbw).c_str(),
+              wr(r.out_of_place).c_str(), t(r.in_place).c_str(), bw(r.in_place, r.in_place.algbw).c_str(),
+              bw(r.in_place, r.in_place.busbw).c_str(), wr(r.in_place).c_str(), t(r.mpi).c_str(),
+              bw(r.mpi, r.mpi.busbw).c_str(), cell("%.2f", r.ratio, r.mpi.ran).c_str());
+  std::fflush(stdout);
+}
+
+nlohmann::json to_json(const Timing& t) {
+  if (!t.ran) return nullptr;
+  return {{"time_us", t.time_us}, {"algbw_gbs", t.algbw}, {"busbw_gbs", t.busbw}, {"wrong", t.wrong}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mirror::coll::MpiRuntime runtime(&argc, &argv);
+  const int rank = mirror::coll::MpiRuntime::world_rank();
+  int code = 0;
+  try {
+    int parse_code = 0;
+    const auto options = mirror::bench::parse_bench_options(argc, argv, rank == 0, &parse_code);
+    if (!options) return mirror::coll::agree_exit_code(parse_code);
+    const BenchOptions& o = *options;
+    mirror::coll::CommOptions copts;
+    copts.backend = o.backend;
+    copts.timeout = std::chrono::milliseconds(o.timeout_ms);
+    auto comm = mirror::coll::make_communicator(copts);
+    MIRROR_CHECK(o.op != BenchOp::kBroadcast || (o.root >= 0 && o.root < comm->size()), kInvalidArgument,
+                 "-r/--root " << o.root << " is out of range; expected 0.." << comm->size() - 1);
+    if (rank == 0) print_header(o, comm->size());
+    mirror::bench::BenchRunner runner(o, *comm);
+    nlohmann::json rows = nlohmann::json::array();
+    long long wrong = 0;
+    double busbw_sum = 0;
+    int nrows = 0;
+    for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+      const BenchRow r = runner.run(bytes);
+      for (const Timing* t : {&r.out_of_place, &r.in_place}) {
+        if (t->ran && t->wrong > 0) wrong += t->wrong;
+      }
+      busbw_sum += r.out_of_place.ran ? r.out_of_place.busbw : r.in_place.busbw;
+      ++nrows;
+      if (rank == 0) print_row(o, r);
+      rows.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters},
+                      {"out_of_place", to_json(r.out_of_place)}, {"in_place", to_json(r.in_place)},
+                      {"mpi", to_json(r.mpi)}, {"ratio", r.mpi.ran ? nlohmann::json(r.ratio) : nlohmann::json(nullptr)}});
+      if (bytes > o.max_bytes / o.factor) break;  // the next step would overflow or pass the end
+    }
+    if (rank == 0) {
+      std::printf("# Out of bounds values : %lld %s\n", wrong, o.check ? (wrong ? "FAILED" : "OK") : "(not checked)");
+      std::printf("# Avg bus bandwidth    : %.3f GB/s\n", nrows ? busbw_sum / nrows : 0.0);
+      if (!o.json_path.empty()) {
+        nlohmann::json doc = {{"op", to_string(o.op)}, {"ranks", comm->size()},
+                              {"backend", mirror::coll::to_string(o.backend)}, {"type", mirror::coll::to_string(o.type)},
+                              {"redop", mirror::coll::to_string(o.redop)}, {"root", o.root}, {"check", o.check},
+                              {"wrong", wrong}, {"rows", rows}};
+        std::ofstream out(o.json_path);
+        MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");
+        out << doc.dump(2) << "\n";
+        MIRROR_CHECK(out.good(), kIo, "failed writing --json file '" << o.json_path << "'");
+      }
+    }
+    code = wrong ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[rank %d] error: %s\n", rank, e.what());
+    std::fflush(stderr);
+    // A failed rank may leave the others inside a collective: end the whole job.
+    mirror::coll::MpiRuntime::abort_job(1);
+  }
+  return mirror::coll::agree_exit_code(code);
+}

@@ -1,0 +1,42 @@
+// inspect.cc — inspect_report: what `mirror-data inspect` prints about a dataset.
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "mirror/data/convert.h"
+#include "mirror/data/dataset.h"
+
+namespace mirror::data {
+
+std::string inspect_report(const std::string& path) {
+  const Dataset ds = Dataset::open(path);
+  const DatasetInfo& info = ds.info();
+  std::ostringstream os;
+  uintmax_t bytes = 0;
+  for (const auto& f : info.files) bytes += std::filesystem::file_size(f);
+  os << "dataset      " << ds.describe() << "\n";
+  os << "files        " << info.files.size() << " (" << std::fixed << std::setprecision(1) << bytes / 1048576.0
+     << " MiB on disk)\n";
+  os << "format       version " << info.format_version << "\n";
+  os << "classes      " << info.num_classes << "\n";
+  os << "sample shape ";
+  for (std::size_t i = 0; i < info.sample_shape.size(); ++i) os << (i ? " x " : "") << info.sample_shape[i];
+  os << " (" << info.features << " features, " << to_string(info.x_dtype) << ")\n";
+  os << std::setprecision(6) << std::defaultfloat;
+  os << "scaling      (x * " << info.scaling.scale << " - " << info.scaling.mean << ") / " << info.scaling.std << "\n";
+  for (const char* name : {"train", "test"}) {
+    const SplitInfo& s = ds.split(name);
+    os << "/" << name << "       " << s.size << " samples; x " << s.size;
+    for (int64_t d : info.sample_shape) os << " x " << d;
+    os << " " << to_string(info.x_dtype) << ", y " << s.size << " int32; chunk ";
+    if (s.chunk_samples > 0) os << s.chunk_samples << " samples"; else os << "none (contiguous)";
+    os << "\n  per shard  ";
+    for (std::size_t i = 0; i < s.shard_sizes.size(); ++i) os << (i ? " " : "") << s.shard_sizes[i];
+    os << "\n  histogram ";
+    for (std::size_t c = 0; c < s.class_counts.size(); ++c) os << " " << c << ":" << s.class_counts[c];
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace mirror::data

@@ -1,0 +1,93 @@
+// train_loader.cc — TrainLoader: picks the batch source for the sharding mode and runs it either on the
+// caller's thread (prefetch_depth 0) or on a Prefetcher thread, timing how long next() waits.
+#include "mirror/data/train_loader.h"
+
+#include <chrono>
+
+#include "batch_source.h"
+#include "mirror/error.h"
+#include "prefetcher.h"
+
+namespace mirror::data {
+
+const char* to_string(Sharding sharding) { return sharding == Sharding::kIndex ? "index" : "files"; }
+
+Sharding parse_sharding(const std::string& name) {
+  if (name == "index") return Sharding::kIndex;
+  if (name == "files") return Sharding::kFiles;
+  MIRROR_THROW(kInvalidArgument, "unknown sharding '" << name << "'; expected 'index' or 'files'");
+}
+
+struct TrainLoader::Impl {
+  LoaderOptions options;
+  std::unique_ptr<BatchSource> source;
+  IndexSource* index_source = nullptr;
+  std::unique_ptr<Prefetcher> prefetcher;  // prefetch_depth > 0
+  int64_t epoch = -1;
+  int64_t next_step = 0;                   // synchronous mode
+  int64_t batch = 0;
+};
+
+TrainLoader::TrainLoader(const Dataset& dataset, SamplerOptions sampler, LoaderOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  MIRROR_CHECK(options.prefetch_depth >= 0, kInvalidArgument,
+               "prefetch depth must be >= 0, got " << options.prefetch_depth);
+  impl_->options = options;
+  impl_->batch = sampler.batch_per_rank;
+  if (options.sharding == Sharding::kIndex) {
+    auto src = std::make_unique<IndexSource>(dataset, options.split, sampler, options.in_memory,
+                                             options.chunk_cache_bytes);
+    impl_->index_source = src.get();
+    impl_->source = std::move(src);
+  } else {
+    impl_->source = std::make_unique<FileStreamSource>(dataset, options.split, sampler, options.shuffle_buffer,
+                                                       options.chunk_cache_bytes);
+  }
+}
+
+TrainLoader::~TrainLoader() = default;  // Prefetcher's destructor stops and joins; never throws
+
+void TrainLoader::start_epoch(int64_t epoch, int64_t first_step) {
+  Impl& m = *impl_;
+  MIRROR_CHECK(epoch >= 0, kInvalidArgument, "epoch must be >= 0, got " << epoch);
+  MIRROR_CHECK(first_step >= 0 && first_step <= steps_per_epoch(), kInvalidArgument,
+               "first step " << first_step << " is out of range; expected 0 <= step <= " << steps_per_epoch());
+  m.prefetcher.reset();  // stop any epoch in flight before touching the source
+  m.source->begin(epoch, first_step);
+  m.epoch = epoch;
+  m.next_step = first_step;
+  if (m.options.prefetch_depth > 0) {
+    BatchSource* src = m.source.get();
+    m.prefetcher = std::make_unique<Prefetcher>(
+        m.options.prefetch_depth,
+        [src, epoch](int64_t step, Batch& out) {
+          src->make(step, out);
+          out.epoch = epoch;
+        },
+        first_step, steps_per_epoch());
+  }
+}
+
+bool TrainLoader::next(Batch& out) {
+  Impl& m = *impl_;
+  MIRROR_CHECK(m.epoch >= 0, kInvalidArgument, "TrainLoader::next called before start_epoch");
+  const auto t0 = std::chrono::steady_clock::now();
+  bool got = false;
+  if (m.prefetcher) {
+    got = m.prefetcher->pop(out);
+  } else if (m.next_step < steps_per_epoch()) {
+    m.source->make(m.next_step++, out);
+    out.epoch = m.epoch;
+    got = true;
+  }
+  out.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return got;
+}
+
+int64_t TrainLoader::steps_per_epoch() const { return impl_->source->steps_per_epoch(); }
+int64_t TrainLoader::batch_per_rank() const { return impl_->batch; }
+const Sampler* TrainLoader::sampler() const {
+  return impl_->index_source ? &impl_->index_source->sampler() : nullptr;
+}
+
+}  // namespace mirror::data

@@ -1,0 +1,247 @@
+// supervisor.cc — fork/exec of mpirun in its own session, the signal loop (forward, grace, escalate),
+// exit-code translation, cleanup of anything left in the session, and the restart loop.
+//
+// Why the ranks are signalled directly: on SIGINT/SIGTERM Open MPI's mpirun kills its ranks with SIGTERM
+// and SIGKILL one second later (odls_base_sigkill_timeout), too soon to write a checkpoint, and raising
+// that timeout delays every failing job by as much. So the first signal goes straight to the local ranks
+// (processes of mpirun's session that carry OMPI_COMM_WORLD_RANK), mpirun is left alone while they stop,
+// and only after the grace period (or a second signal) is mpirun told to end the job.
+#include "mirror/launch/supervisor.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+
+#include "mirror/error.h"
+#include "mirror/launch/command_line.h"
+#include "process_table.h"
+
+namespace mirror::launch {
+namespace {
+
+constexpr double kKillAfterTermS = 5.0;  // mpirun gets this long after SIGTERM before SIGKILL of the session
+constexpr double kRepeatWindowS = 1.0;   // a signal this soon after the first is the same request, delivered
+                                         // twice (e.g. to mirrorrun and to its process group by a wrapper)
+constexpr long kPollNs = 100'000'000;   // the loop wakes at least every 0.1 s
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGKILL: return "SIGKILL";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+// Blocks the signals the supervisor waits for (sigtimedwait), and restores the old mask on scope exit.
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    sigemptyset(&set_);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set_, sig);
+    sigprocmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~BlockedSignals() {
+    // Drop signals that arrived after the job ended, so they do not hit mirrorrun on unblocking.
+    timespec zero{0, 0};
+    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
+    }
+    sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+
+  const sigset_t& set() const { return set_; }
+  const sigset_t& old() const { return old_; }
+
+  // Waits up to `seconds` for one of the signals; returns it, or 0 on timeout.
+  int wait(double seconds) const {
+    timespec ts{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
+    const int sig = sigtimedwait(&set_, nullptr, &ts);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+};
+
+bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+
+pid_t start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
+  std::vector<char*> cargv;
+  for (const auto& word : argv) cargv.push_back(const_cast<char*>(word.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  MIRROR_CHECK(pid >= 0, kInternal, "fork() failed starting " << argv[0] << ": " << std::strerror(errno));
+  if (pid == 0) {
+    setsid();  // own session and process group: the terminal's Ctrl-C goes to mirrorrun alone
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // mirrorrun killed -> mpirun ends the job, nothing is orphaned
+    if (getppid() != parent) _exit(127);
+    sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
+    execv(cargv[0], cargv.data());
+    std::fprintf(stderr, "mirrorrun: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+void kill_session(pid_t sid, pid_t except) {
+  for (pid_t p : detail::processes_in_session(sid)) {
+    if (p != except) kill(p, SIGKILL);
+  }
+}
+
+// mirrorrun is a child subreaper (see supervise), so ranks orphaned by mpirun's death become its children:
+// kill what is left of the session and reap it, for up to 2 s, so no rank outlives the job.
+void reap_orphans(pid_t sid) {
+  const double deadline = now_s() + 2.0;
+  while (true) {
+    int status = 0;
+    const pid_t p = waitpid(-1, &status, WNOHANG);
+    if (p > 0) continue;
+    if (p < 0 && errno != EINTR) return;  // ECHILD: nothing left
+    if (now_s() > deadline) return;
+    kill_session(sid, 0);
+    usleep(10'000);
+  }
+}
+
+// Sends `sig` to the local ranks of the job mpirun `leader` runs; to mpirun itself when none is found.
+void forward_to_ranks(pid_t leader, int sig) {
+  int sent = 0;
+  for (pid_t p : detail::processes_in_session(leader)) {
+    if (p != leader && detail::process_has_env_var(p, "OMPI_COMM_WORLD_RANK")) {
+      kill(p, sig);
+      ++sent;
+    }
+  }
+  if (sent == 0) kill(leader, sig);
+}
+
+JobOutcome run_attempt(const std::vector<std::string>& argv, const SupervisorOptions& options,
+                       const BlockedSignals& signals, std::ostream& log) {
+  JobOutcome outcome;
+  const pid_t pid = start_job(argv, signals);
+  double first_signal_at = 0, term_sent_at = 0;
+  bool term_sent = false, killed = false;
+  while (true) {
+    const int sig = signals.wait(kPollNs / 1e9);
+    if (is_stop_signal(sig)) {
+      if (outcome.interrupt_signal == 0) {
+        outcome.interrupt_signal = sig;
+        first_signal_at = now_s();
+        log << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
+            << options.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
+        forward_to_ranks(pid, sig);
+      } else if (!killed && now_s() - first_signal_at >= kRepeatWindowS) {
+        log << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
+        kill_session(pid, 0);
+        killed = true;
+      }
+    }
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+      kill_session(pid, pid);  // the zombie still holds the session id: nothing new can take it
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      reap_orphans(pid);
+      if (WIFSIGNALED(status)) {
+        outcome.term_signal = WTERMSIG(status);
+        outcome.exit_code = 128 + outcome.term_signal;
+      } else {
+        outcome.exit_code = WEXITSTATUS(status);
+      }
+      return outcome;
+    }
+    const double now = now_s();
+    if (outcome.interrupt_signal && !term_sent && !killed && now - first_signal_at >= options.grace_period_s) {
+      log << "mirrorrun: grace period of " << options.grace_period_s << " s is over; stopping mpirun" << std::endl;
+      kill(pid, SIGTERM);
+      term_sent = true;
+      term_sent_at = now;
+    }
+    if (term_sent && !killed && now - term_sent_at >= kKillAfterTermS) {
+      log << "mirrorrun: mpirun did not stop; killing the job" << std::endl;
+      kill_session(pid, 0);
+      killed = true;
+    }
+  }
+}
+
+}  // namespace
+
+std::string JobOutcome::describe() const {
+  std::string text;
+  if (term_signal) {
+    text = "mpirun killed by " + signal_name(term_signal) + " (" + strsignal(term_signal) + ")";
+  } else if (exit_code > 128 && exit_code < 128 + 65) {
+    text = "exit code " + std::to_string(exit_code) + " (a rank died of " + signal_name(exit_code - 128) + ": " +
+           strsignal(exit_code - 128) + ")";
+  } else {
+    text = "exit code " + std::to_string(exit_code);
+  }
+  if (interrupt_signal) text = "stopped by " + signal_name(interrupt_signal) + ", " + text;
+  return text;
+}
+
+SupervisionResult supervise(const std::function<std::vector<std::string>(int attempt)>& command_for_attempt,
+                            const SupervisorOptions& options, std::ostream& log) {
+  SupervisionResult result;
+  BlockedSignals signals;
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // ranks orphaned by a dying mpirun come to mirrorrun, not to init
+  for (int attempt = 0;; ++attempt) {
+    const std::vector<std::string> argv = command_for_attempt(attempt);
+    if (options.verbose) log << "mirrorrun: attempt " << attempt << ": " << format_command(argv) << std::endl;
+    const JobOutcome outcome = run_attempt(argv, options, signals, log);
+    if (outcome.interrupt_signal) {
+      result.exit_code = 128 + outcome.interrupt_signal;
+      log << "mirrorrun: job " << outcome.describe() << "; exiting with " << result.exit_code << std::endl;
+      break;
+    }
+    result.exit_code = outcome.exit_code;
+    if (outcome.succeeded()) break;
+    if (attempt >= options.max_restarts) {
+      if (options.max_restarts > 0) {
+        log << "mirrorrun: job failed (" << outcome.describe() << "); no restarts left" << std::endl;
+      }
+      break;
+    }
+    log << "mirrorrun: job failed (" << outcome.describe() << "); restart " << attempt + 1 << " of "
+        << options.max_restarts << std::endl;
+    const double until = now_s() + options.restart_delay_s;
+    int sig = 0;
+    while (!sig && now_s() < until) {
+      const int got = signals.wait(std::min(kPollNs / 1e9, std::max(0.0, until - now_s())));
+      if (is_stop_signal(got)) sig = got;
+    }
+    if (sig) {
+      result.exit_code = 128 + sig;
+      log << "mirrorrun: got " << signal_name(sig) << " before the restart; exiting with " << result.exit_code
+          << std::endl;
+      break;
+    }
+    ++result.restarts;
+  }
+  if (options.max_restarts > 0) {
+    log << "mirrorrun: " << result.restarts << " restart(s); job exit code " << result.exit_code << std::endl;
+  }
+  return result;
+}
+
+}  // namespace mirror::launch

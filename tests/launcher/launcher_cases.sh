@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# launcher_cases.sh — end-to-end cases of mirrorrun that need a scratch folder or a signal, run by CTest:
+#   launcher_cases.sh MIRRORRUN RANK_PROBE restart   a job that fails once ends 0 after exactly one restart
+#   launcher_cases.sh MIRRORRUN RANK_PROBE sigterm   SIGTERM reaches every rank, which gets time to "checkpoint";
+#                                                    mirrorrun ends with 143 (128 + SIGTERM)
+#   launcher_cases.sh MIRRORRUN RANK_PROBE grace     ranks ignore SIGTERM: after --grace-period the job is
+#                                                    killed; 143, within seconds, no rank left running
+#   launcher_cases.sh MIRRORRUN RANK_PROBE second-signal   a second SIGTERM (later than 1 s) kills at once
+# Every wait is bounded; the scratch folder is removed on exit.
+set -euo pipefail
+mirrorrun=$1 probe=$2 case=$3
+dir=$(mktemp -d)
+pid=""
+cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $case in
+  restart)
+    set +e
+    out=$(timeout 60 "$mirrorrun" -np 2 --max-restarts 2 --restart-delay 0 "$probe" fail-once "$dir" 2>&1)
+    rc=$?
+    set -e
+    echo "$out"
+    [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
+    grep -q "job failed (exit code 4); restart 1 of 2" <<<"$out" || fail "no restart line with the cause"
+    grep -q "mirrorrun: 1 restart(s); job exit code 0" <<<"$out" || fail "no final restart count"
+    grep -q "rank 0 attempt later (MIRROR_RESTART_COUNT=1)" <<<"$out" || fail "second attempt not seen"
+    ;;
+  sigterm)
+    timeout 60 "$mirrorrun" -np 2 --grace-period 20 "$probe" wait-signal "$dir" &
+    pid=$!
+    for _ in $(seq 200); do  # up to 20 s for both ranks to start
+      [ -e "$dir/ready.0" ] && [ -e "$dir/ready.1" ] && break
+      sleep 0.1
+    done
+    [ -e "$dir/ready.0" ] && [ -e "$dir/ready.1" ] || fail "ranks did not start"
+    kill -TERM "$pid"
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    pid=""
+    [ "$rc" -eq 143 ] || fail "exit code $rc, expected 143"
+    for r in 0 1; do
+      [ -e "$dir/stopped.$r" ] || fail "rank $r was not given time to stop (no stopped.$r)"
+      [ "$(cat "$dir/stopped.$r")" = 15 ] || fail "rank $r got signal $(cat "$dir/stopped.$r"), expected 15"
+    done
+    ;;
+  grace|second-signal)
+    grace=2
+    [ "$case" = second-signal ] && grace=60
+    start=$(date +%s)
+    timeout --foreground 60 "$mirrorrun" -np 2 --grace-period $grace "$probe" ignore-signal "$dir" &
+    pid=$!
+    for _ in $(seq 200); do
+      [ -e "$dir/ready.0" ] && [ -e "$dir/ready.1" ] && break
+      sleep 0.1
+    done
+    [ -e "$dir/ready.0" ] && [ -e "$dir/ready.1" ] || fail "ranks did not start"
+    kill -TERM "$pid"
+    if [ "$case" = second-signal ]; then sleep 1.5; kill -TERM "$pid"; fi
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    pid=""
+    elapsed=$(( $(date +%s) - start ))
+    [ "$rc" -eq 143 ] || fail "exit code $rc, expected 143"
+    [ "$elapsed" -lt 30 ] || fail "took ${elapsed} s to stop"   # a bound against hangs, not a timing test
+    for r in 0 1; do
+      rank_pid=$(cat "$dir/ready.$r")
+      state=$(awk '{print $3}' "/proc/$rank_pid/stat" 2>/dev/null || true)
+      [ -z "$state" ] || fail "rank $r (pid $rank_pid) still there, state $state"
+    done
+    ;;
+  *) fail "unknown case $case" ;;
+esac
+echo "PASS: $case"

@@ -1,0 +1,80 @@
+// mirror/train/checkpoint.h — the training state that a checkpoint holds, and atomic HDF5 checkpoint files.
+//
+// A checkpoint is written by rank 0 alone: to a temporary name in the same directory (".ckpt-...tmp", not
+// ending in .h5), flushed and fsync'd, then renamed to ckpt-<step, 8 digits>.h5 and the directory fsync'd,
+// so a crash at any moment leaves either the previous checkpoints or the new complete one — never a half
+// file under a real name. Every tensor carries a CRC-32 of its bytes and the scalar header one of its own;
+// reading verifies all of them. Layout: docs/checkpoint-format.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mirror::train {
+
+struct NamedTensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+};
+
+struct CheckpointState {
+  // Position: optimizer steps done, the epoch in progress and the next micro-batch index within it.
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::int64_t epoch_micro_step = 0;
+  // Run identity.
+  int world_size = 1;
+  std::uint64_t seed = 0;
+  std::string model_spec;         // e.g. "mlp:512,256"
+  std::int64_t input_features = 0;
+  std::int64_t num_classes = 0;
+  std::string config_json;        // the full training configuration
+  std::string metrics_jsonl;      // one JSON object per finished epoch, so far
+  // Training sums of the epoch in progress, so a resumed epoch reports what an uninterrupted one would.
+  double epoch_loss_sum = 0.0;
+  std::int64_t epoch_correct = 0;
+  std::int64_t epoch_samples = 0;
+  // Model and optimizer.
+  std::vector<NamedTensor> params;
+  std::string optimizer_kind;     // "sgd" | "adamw"
+  std::int64_t optimizer_step = 0;
+  std::vector<NamedTensor> optimizer_state;
+};
+
+// "ckpt-00001200.h5" for step 1200.
+std::string checkpoint_file_name(std::int64_t step);
+
+// Writes `state` to dir/checkpoint_file_name(state.step) atomically (see above); returns the final path.
+// Creates dir if needed. Throws mirror::Error(kIo/kHdf5) and removes the temporary on failure.
+std::string write_checkpoint(const std::string& dir, const CheckpointState& state);
+
+// Writes to exactly `path` atomically (temporary beside it, then rename).
+void write_checkpoint_file(const std::string& path, const CheckpointState& state);
+
+// Reads and verifies every checksum; throws mirror::Error(kFormat) naming the file and what is wrong
+// (not a checkpoint, truncated, a tensor whose checksum does not match, ...), kIo if it cannot be opened.
+CheckpointState read_checkpoint(const std::string& path);
+
+struct CheckpointEntry {
+  std::string path;
+  std::int64_t step = 0;          // from the file name
+  bool valid = false;             // read_checkpoint succeeded
+  std::string problem;            // why not, when invalid
+  std::int64_t epoch = 0;
+  std::string last_metrics;       // last line of metrics_jsonl, when valid
+  std::uintmax_t bytes = 0;
+};
+
+// Files named ckpt-<digits>.h5 in dir, ascending by step; verify=true reads each one to fill valid/problem.
+std::vector<CheckpointEntry> list_checkpoints(const std::string& dir, bool verify);
+
+// The newest checkpoint in dir that verifies; skipped (corrupt) newer ones are reported in `skipped`.
+std::optional<std::string> latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
+
+// Removes the oldest ckpt-*.h5 files so that at most `keep` remain (keep <= 0: keep all).
+void prune_checkpoints(const std::string& dir, int keep);
+
+}  // namespace mirror::train

@@ -1,0 +1,47 @@
+// mirror/train/evaluate.h — evaluation of a model on a split, data-parallel: every rank evaluates its own
+// contiguous part (together the ranks cover every sample exactly once) and the sums are reduced, so no rank
+// idles while another works and nothing waits without a timeout. Loss, accuracy, per-class accuracy and the
+// confusion matrix; optionally a per-sample prediction callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mirror/coll/communicator.h"
+#include "mirror/data/dataset.h"
+#include "mirror/train/model.h"
+
+namespace mirror::train {
+
+struct EvalResult {
+  double loss_sum = 0.0;
+  std::int64_t correct = 0;
+  std::int64_t count = 0;
+  std::int64_t num_classes = 0;
+  std::vector<std::int64_t> confusion;  // [label * classes + predicted], summed over all ranks
+
+  double mean_loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
+  double accuracy() const { return count ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
+  // Correct / samples of class c (0 when the class has no sample).
+  double class_accuracy(std::int64_t c) const;
+};
+
+// One evaluated sample: its index in the split, label, predicted class and softmax probabilities.
+struct Prediction {
+  std::int64_t index;
+  std::int32_t label;
+  std::int32_t predicted;
+  std::span<const float> probabilities;
+};
+using PredictionFn = std::function<void(const Prediction&)>;
+
+// Evaluates `model` on `split` of `dataset` in batches of `batch` (this rank's part only), calls on_prediction
+// (when set) for each of this rank's samples in index order, and reduces the sums over `control` (a host
+// communicator). Every rank returns the same totals.
+EvalResult evaluate(Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
+                    coll::Communicator& control, const PredictionFn& on_prediction = {});
+
+}  // namespace mirror::train

@@ -1,0 +1,62 @@
+// mirror/train/grad_sync.h — data-parallel gradient averaging in buckets, overlapped with backward.
+//
+// The gradients of all parameters live in one flat buffer. Buckets group parameters in the order backward
+// produces them (last layer first) into contiguous ranges of about `bucket_bytes`; as soon as backward reports
+// every gradient of a bucket ready, that bucket's in-place average (allreduce avg) starts asynchronously, so
+// communication runs while backward computes the earlier layers. finish() waits for all of them before the
+// optimizer step. Every rank launches the buckets in the same order, because backward runs in the same order.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "mirror/coll/communicator.h"
+
+namespace mirror::train {
+
+struct GradSlice {
+  std::size_t offset = 0;  // in elements, in the flat gradient buffer
+  std::size_t numel = 0;
+};
+
+class GradientBucketer {
+ public:
+  // `params` in model order (their slices tile the buffer in order); backward reports them in reverse order.
+  GradientBucketer(coll::Communicator& comm, float* flat_grads, std::vector<GradSlice> params,
+                   std::size_t bucket_bytes, bool overlap = true);
+
+  // Arms the buckets for one backward pass. sync=false (an accumulation micro-step) makes on_grad_ready a no-op.
+  void begin_step(bool sync);
+  // Called by backward when parameter `index`'s gradient is final.
+  void on_grad_ready(std::size_t index);
+  // Starts whatever has not started (all buckets, when overlap is off) and waits for every bucket.
+  void finish();
+
+  std::size_t bucket_count() const { return buckets_.size(); }
+  // Elements in bucket b, and how many buckets were started before finish() in the last step (overlap).
+  std::size_t bucket_numel(std::size_t b) const { return buckets_[b].numel; }
+  std::size_t started_before_finish() const { return started_before_finish_; }
+  double last_wait_seconds() const { return last_wait_seconds_; }
+
+ private:
+  struct Bucket {
+    std::size_t offset = 0, numel = 0;
+    std::size_t params = 0;     // parameters in it
+    std::size_t pending = 0;    // not yet ready in this step
+    bool started = false;
+    coll::Work work;
+  };
+  void start(Bucket& b);
+
+  coll::Communicator& comm_;
+  float* grads_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::size_t> bucket_of_param_;
+  std::vector<char> reported_;  // per parameter, in this step
+  bool overlap_;
+  bool sync_ = true;
+  std::size_t started_before_finish_ = 0;
+  double last_wait_seconds_ = 0.0;
+};
+
+}  // namespace mirror::train

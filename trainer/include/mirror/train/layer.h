@@ -1,0 +1,68 @@
+// mirror/train/layer.h — the one interface every layer implements, so that new layers (convolution,
+// pooling, dropout, ...) join a model without touching the rest. A layer declares its parameters' shapes;
+// the model places them in its flat buffers and binds the layer to them; forward caches what backward needs;
+// backward produces the parameter gradients, reports each one as soon as it is final, then the input gradient.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mirror/train/device.h"
+#include "mirror/train/tensor.h"
+
+namespace mirror::train {
+
+// Whether backward overwrites the gradient buffers or adds to them (gradient accumulation).
+enum class GradMode { kOverwrite, kAccumulate };
+
+// A parameter as a layer declares it: local name ("weight") and shape.
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+};
+
+// Where the model put one parameter: value and gradient, both memory of the layer's device.
+struct ParamBinding {
+  float* value = nullptr;
+  float* grad = nullptr;
+};
+
+// Called by Layer::backward with the layer-local index of a parameter whose gradient is final.
+using LayerGradReady = std::function<void(std::size_t local_index)>;
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Kind of layer, e.g. "linear", "relu".
+  virtual std::string kind() const = 0;
+  // Shape of one output sample given the shape of one input sample (batch dimension excluded);
+  // throws kInvalidArgument when the input does not fit the layer.
+  virtual Shape output_sample_shape(const Shape& input_sample_shape) const = 0;
+  // Parameters in the order the layer wants them laid out (may be empty).
+  virtual std::vector<ParamSpec> parameter_specs() const { return {}; }
+  // Points the layer at its parameters (one binding per parameter_specs() entry).
+  virtual void bind_parameters(std::span<const ParamBinding> bindings) {}
+  // Fills the host values of parameter `local_index` from `seed` (deterministic on every machine).
+  virtual void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {}
+
+  // Training or evaluation behaviour (matters for dropout and the like).
+  void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+  // x: [batch, sample shape...] on the layer's device, alive until backward. Returns the output, owned by
+  // the layer and valid until the next forward.
+  virtual const Tensor& forward(const Tensor& x) = 0;
+  // dy: gradient of the output of the last forward. Writes (kOverwrite) or adds (kAccumulate) parameter
+  // gradients, calls grad_ready(local index) once per parameter as soon as its gradient is queued (on CUDA:
+  // queued on the legacy default stream), then returns dx (owned by the layer) or nullptr if !need_dx.
+  virtual const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) = 0;
+
+ protected:
+  bool training_ = true;
+};
+
+}  // namespace mirror::train

@@ -1,0 +1,277 @@
+// checkpoint_io.cc — writes and reads one checkpoint file (HDF5): the header attributes with their own
+// CRC-32, /params and /optimizer tensors each with a CRC-32; atomic write through a temporary + rename.
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "h5_file.h"
+#include "mirror/train/checkpoint.h"
+
+namespace mirror::train {
+namespace {
+
+constexpr const char* kFormatName = "mirror-checkpoint";
+constexpr std::int64_t kFormatVersion = 1;
+
+std::uint32_t crc32_of(const void* data, std::size_t bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) {  // zlib takes uInt lengths
+    const uInt chunk = bytes > (1u << 30) ? (1u << 30) : static_cast<uInt>(bytes);
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    bytes -= chunk;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+// The scalar header in one canonical string, so that one CRC covers every field.
+std::string header_text(const CheckpointState& s) {
+  std::ostringstream o;
+  o << "step=" << s.step << ";epoch=" << s.epoch << ";epoch_micro_step=" << s.epoch_micro_step
+    << ";world_size=" << s.world_size << ";seed=" << s.seed << ";model_spec=" << s.model_spec
+    << ";input_features=" << s.input_features << ";num_classes=" << s.num_classes
+    << ";epoch_loss_sum=" << std::hexfloat << s.epoch_loss_sum << std::defaultfloat
+    << ";epoch_correct=" << s.epoch_correct << ";epoch_samples=" << s.epoch_samples
+    << ";optimizer_kind=" << s.optimizer_kind << ";optimizer_step=" << s.optimizer_step
+    << ";config_json=" << s.config_json << ";metrics_jsonl=" << s.metrics_jsonl;
+  return o.str();
+}
+
+// ---- attribute helpers -------------------------------------------------------------------------
+
+void write_attr(hid_t obj, const char* name, hid_t mem_type, const void* value) {
+  h5::Handle space(MIRROR_CHECK_HDF5(H5Screate(H5S_SCALAR), name), H5Sclose);
+  h5::Handle attr(MIRROR_CHECK_HDF5(H5Acreate2(obj, name, mem_type, space.get(), H5P_DEFAULT, H5P_DEFAULT), name),
+                  H5Aclose);
+  MIRROR_CHECK_HDF5(H5Awrite(attr.get(), mem_type, value), name);
+}
+
+void write_i64(hid_t obj, const char* name, std::int64_t v) { write_attr(obj, name, H5T_NATIVE_INT64, &v); }
+void write_u64(hid_t obj, const char* name, std::uint64_t v) { write_attr(obj, name, H5T_NATIVE_UINT64, &v); }
+void write_u32(hid_t obj, const char* name, std::uint32_t v) { write_attr(obj, name, H5T_NATIVE_UINT32, &v); }
+void write_f64(hid_t obj, const char* name, double v) { write_attr(obj, name, H5T_NATIVE_DOUBLE, &v); }
+
+void write_str(hid_t obj, const char* name, const std::string& v) {
+  h5::Handle type(MIRROR_CHECK_HDF5(H5Tcopy(H5T_C_S1), name), H5Tclose);
+  MIRROR_CHECK_HDF5(H5Tset_size(type.get(), v.empty() ? 1 : v.size()), name);
+  MIRROR_CHECK_HDF5(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), name);
+  std::string padded = v.empty() ? std::string(1, '\0') : v;
+  write_attr(obj, name, type.get(), padded.data());
+}
+
+class Reader {
+ public:
+  Reader(hid_t obj, std::string path) : obj_(obj), path_(std::move(path)) {}
+
+  h5::Handle open(const char* name) const {
+    if (H5Aexists(obj_, name) <= 0)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is missing; not a complete Mirror checkpoint");
+    return h5::Handle(MIRROR_CHECK_HDF5(H5Aopen(obj_, name, H5P_DEFAULT), path_ << " attribute " << name), H5Aclose);
+  }
+  template <typename T>
+  T scalar(const char* name, hid_t mem_type) const {
+    h5::Handle attr = open(name);
+    T v{};
+    MIRROR_CHECK_HDF5(H5Aread(attr.get(), mem_type, &v), path_ << " attribute " << name);
+    return v;
+  }
+  std::int64_t i64(const char* name) const { return scalar<std::int64_t>(name, H5T_NATIVE_INT64); }
+  std::uint64_t u64(const char* name) const { return scalar<std::uint64_t>(name, H5T_NATIVE_UINT64); }
+  std::uint32_t u32(const char* name) const { return scalar<std::uint32_t>(name, H5T_NATIVE_UINT32); }
+  double f64(const char* name) const { return scalar<double>(name, H5T_NATIVE_DOUBLE); }
+  std::string str(const char* name) const {
+    h5::Handle attr = open(name);
+    h5::Handle file_type(MIRROR_CHECK_HDF5(H5Aget_type(attr.get()), path_ << " attribute " << name), H5Tclose);
+    if (H5Tget_class(file_type.get()) != H5T_STRING || H5Tis_variable_str(file_type.get()) > 0)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is not a fixed-length string");
+    const std::size_t size = H5Tget_size(file_type.get());
+    std::string v(size, '\0');
+    MIRROR_CHECK_HDF5(H5Aread(attr.get(), file_type.get(), v.data()), path_ << " attribute " << name);
+    v.resize(std::strlen(v.c_str()));
+    return v;
+  }
+
+ private:
+  hid_t obj_;
+  std::string path_;
+};
+
+// ---- tensors -----------------------------------------------------------------------------------
+
+void write_tensors(hid_t file, const char* group_name, const std::vector<NamedTensor>& tensors) {
+  h5::Handle group(MIRROR_CHECK_HDF5(H5Gcreate2(file, group_name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), group_name),
+                   H5Gclose);
+  std::string order;
+  for (const NamedTensor& t : tensors) {
+    std::size_t numel = 1;
+    for (auto d : t.shape) numel *= static_cast<std::size_t>(d);
+    MIRROR_CHECK(numel == t.values.size(), kInternal,
+                 "tensor " << t.name << " has " << t.values.size() << " values for a shape of " << numel);
+    std::vector<hsize_t> dims(t.shape.begin(), t.shape.end());
+    if (dims.empty()) dims.push_back(t.values.size());
+    h5::Handle space(MIRROR_CHECK_HDF5(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), t.name),
+                     H5Sclose);
+    h5::Handle ds(MIRROR_CHECK_HDF5(H5Dcreate2(group.get(), t.name.c_str(), H5T_IEEE_F32LE, space.get(),
+                                               H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), t.name),
+                  H5Dclose);
+    if (!t.values.empty())
+      MIRROR_CHECK_HDF5(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.values.data()), t.name);
+    write_u32(ds.get(), "crc32", crc32_of(t.values.data(), t.values.size() * sizeof(float)));
+    order += t.name;
+    order += '\n';
+  }
+  write_str(group.get(), "order", order);
+}
+
+std::vector<NamedTensor> read_tensors(hid_t file, const char* group_name, const std::string& path) {
+  if (H5Lexists(file, group_name, H5P_DEFAULT) <= 0)
+    MIRROR_THROW(kFormat, path << ": group /" << group_name << " is missing; not a complete Mirror checkpoint");
+  h5::Handle group(MIRROR_CHECK_HDF5(H5Gopen2(file, group_name, H5P_DEFAULT), path << " /" << group_name), H5Gclose);
+  std::vector<NamedTensor> out;
+  std::istringstream names(Reader(group.get(), path).str("order"));
+  for (std::string name; std::getline(names, name);) {
+    if (name.empty()) continue;
+    const std::string where = path + " /" + group_name + "/" + name;
+    if (H5Lexists(group.get(), name.c_str(), H5P_DEFAULT) <= 0)
+      MIRROR_THROW(kFormat, where << " is listed but missing");
+    h5::Handle ds(MIRROR_CHECK_HDF5(H5Dopen2(group.get(), name.c_str(), H5P_DEFAULT), where), H5Dclose);
+    h5::Handle type(MIRROR_CHECK_HDF5(H5Dget_type(ds.get()), where), H5Tclose);
+    if (H5Tget_class(type.get()) != H5T_FLOAT || H5Tget_size(type.get()) != 4)
+      MIRROR_THROW(kFormat, where << " is not a float32 dataset");
+    h5::Handle space(MIRROR_CHECK_HDF5(H5Dget_space(ds.get()), where), H5Sclose);
+    const int rank = MIRROR_CHECK_HDF5(H5Sget_simple_extent_ndims(space.get()), where);
+    if (rank < 1 || rank > 8) MIRROR_THROW(kFormat, where << " has rank " << rank << ", expected 1 to 8");
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+    MIRROR_CHECK_HDF5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), where);
+    NamedTensor t;
+    t.name = name;
+    std::size_t numel = 1;
+    for (hsize_t d : dims) {
+      t.shape.push_back(static_cast<std::int64_t>(d));
+      numel *= d;
+    }
+    if (numel > (std::size_t{1} << 34)) MIRROR_THROW(kFormat, where << " claims " << numel << " elements");
+    t.values.resize(numel);
+    if (numel > 0)
+      MIRROR_CHECK_HDF5(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.values.data()),
+                        where << " (file truncated or damaged?)");
+    const std::uint32_t stored = Reader(ds.get(), where).u32("crc32");
+    const std::uint32_t actual = crc32_of(t.values.data(), numel * sizeof(float));
+    if (stored != actual)
+      MIRROR_THROW(kFormat, where << ": checksum mismatch (stored crc32 " << std::hex << stored << ", data has "
+                                  << actual << "); the checkpoint is corrupt");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0) MIRROR_THROW(kIo, "cannot open " << path << " to flush it: " << std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) MIRROR_THROW(kIo, "fsync of " << path << " failed: " << std::strerror(err));
+}
+
+void write_hdf5(const std::string& tmp, const CheckpointState& s) {
+  h5::Handle file(MIRROR_CHECK_HDF5(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                                    "cannot create " << tmp),
+                  H5Fclose);
+  const hid_t f = file.get();
+  write_str(f, "format", kFormatName);
+  write_i64(f, "format_version", kFormatVersion);
+  write_i64(f, "step", s.step);
+  write_i64(f, "epoch", s.epoch);
+  write_i64(f, "epoch_micro_step", s.epoch_micro_step);
+  write_i64(f, "world_size", s.world_size);
+  write_u64(f, "seed", s.seed);
+  write_str(f, "model_spec", s.model_spec);
+  write_i64(f, "input_features", s.input_features);
+  write_i64(f, "num_classes", s.num_classes);
+  write_f64(f, "epoch_loss_sum", s.epoch_loss_sum);
+  write_i64(f, "epoch_correct", s.epoch_correct);
+  write_i64(f, "epoch_samples", s.epoch_samples);
+  write_str(f, "optimizer_kind", s.optimizer_kind);
+  write_i64(f, "optimizer_step", s.optimizer_step);
+  write_str(f, "config_json", s.config_json);
+  write_str(f, "metrics_jsonl", s.metrics_jsonl);
+  const std::string header = header_text(s);
+  write_u32(f, "header_crc32", crc32_of(header.data(), header.size()));
+  write_tensors(f, "params", s.params);
+  write_tensors(f, "optimizer", s.optimizer_state);
+  MIRROR_CHECK_HDF5(H5Fflush(f, H5F_SCOPE_GLOBAL), tmp);
+}
+
+}  // namespace
+
+void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
+  h5::silence_hdf5_errors();
+  namespace fs = std::filesystem;
+  const fs::path final_path(path);
+  const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
+  const std::string tmp =
+      (dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+  try {
+    write_hdf5(tmp, state);  // the file is closed when this returns
+    fsync_path(tmp, false);
+    std::error_code ec;
+    fs::rename(tmp, final_path, ec);
+    if (ec) MIRROR_THROW(kIo, "cannot rename " << tmp << " to " << path << ": " << ec.message());
+    fsync_path(dir.string(), true);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+}
+
+CheckpointState read_checkpoint(const std::string& path) {
+  h5::silence_hdf5_errors();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    MIRROR_THROW(kIo, "checkpoint " << path << " does not exist or is not a regular file");
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    MIRROR_THROW(kFormat, path << " is not an HDF5 file (or its header is damaged); expected a Mirror checkpoint");
+  const hid_t raw = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (raw < 0) MIRROR_THROW(kFormat, path << " cannot be opened as HDF5: the file is truncated or damaged");
+  h5::Handle file(raw, H5Fclose);
+  Reader r(file.get(), path);
+  if (H5Aexists(file.get(), "format") <= 0 || r.str("format") != kFormatName)
+    MIRROR_THROW(kFormat, path << " is an HDF5 file but not a Mirror checkpoint (no format=\"" << kFormatName << "\")");
+  const std::int64_t version = r.i64("format_version");
+  if (version != kFormatVersion)
+    MIRROR_THROW(kFormat, path << " has checkpoint format version " << version << "; this Mirror reads version "
+                               << kFormatVersion);
+  CheckpointState s;
+  s.step = r.i64("step");
+  s.epoch = r.i64("epoch");
+  s.epoch_micro_step = r.i64("epoch_micro_step");
+  s.world_size = static_cast<int>(r.i64("world_size"));
+  s.seed = r.u64("seed");
+  s.model_spec = r.str("model_spec");
+  s.input_features = r.i64("input_features");
+  s.num_classes = r.i64("num_classes");
+  s.epoch_loss_sum = r.f64("epoch_loss_sum");
+  s.epoch_correct = r.i64("epoch_correct");
+  s.epoch_samples = r.i64("epoch_samples");
+  s.optimizer_kind = r.str("optimizer_kind");
+  s.optimizer_step = r.i64("optimizer_step");
+  s.config_json = r.str("config_json");
+  s.metrics_jsonl = r.str("metrics_jsonl");
+  const std::string header = header_text(s);
+  if (r.u32("header_crc32") != crc32_of(header.data(), header.size()))
+    MIRROR_THROW(kFormat, path << ": header checksum mismatch; the checkpoint is corrupt");
+  s.params = read_tensors(file.get(), "params", path);
+  s.optimizer_state = read_tensors(file.get(), "optimizer", path);
+  return s;
+}
+
+}  // namespace mirror::train

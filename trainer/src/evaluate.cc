@@ -1,0 +1,88 @@
+// evaluate.cc — data-parallel evaluation: this rank's part of a split, logits to the host, loss (log-sum-exp in
+// double), arg-max, confusion matrix; sums reduced over the control communicator.
+#include "mirror/train/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mirror/coll/communicator.h"
+#include "mirror/data/loader.h"
+#include "mirror/error.h"
+#include "mirror/train/tensor.h"
+
+namespace mirror::train {
+
+double EvalResult::class_accuracy(std::int64_t c) const {
+  std::int64_t total = 0;
+  for (std::int64_t p = 0; p < num_classes; ++p) total += confusion[static_cast<std::size_t>(c * num_classes + p)];
+  return total ? static_cast<double>(confusion[static_cast<std::size_t>(c * num_classes + c)]) / total : 0.0;
+}
+
+EvalResult evaluate(Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
+                    coll::Communicator& control, const PredictionFn& on_prediction) {
+  MIRROR_CHECK(batch > 0, kInvalidArgument, "evaluation batch size must be > 0, got " << batch);
+  const std::int64_t classes = model.num_classes();
+  const std::int64_t features = model.input_features();
+  MIRROR_CHECK(dataset.info().features == features && dataset.info().num_classes == classes, kInvalidArgument,
+               "dataset " << dataset.describe() << " has " << dataset.info().features << " features and "
+                          << dataset.info().num_classes << " classes, but the model expects " << features << " and "
+                          << classes);
+  EvalResult result;
+  result.num_classes = classes;
+  result.confusion.assign(static_cast<std::size_t>(classes * classes), 0);
+
+  model.set_training(false);
+  data::EvalLoader loader(dataset, split, control.size(), control.rank(), batch);
+  data::Batch b;
+  Tensor x;
+  std::vector<float> logits, probs(static_cast<std::size_t>(classes));
+  std::int64_t next_index = loader.first_index();  // the rank's part is contiguous, batches in order
+  while (loader.next(b)) {
+    const std::int64_t base = next_index;
+    next_index += b.size;
+    const Tensor* input = &x;
+    Tensor cpu_view;
+    if (model.device().is_cpu()) {
+      cpu_view = Tensor::view(b.x.data(), {b.size, features}, model.device());
+      input = &cpu_view;
+    } else {
+      x.resize({b.size, features});
+      x.copy_from_host(b.x);
+    }
+    const Tensor& out = model.forward(*input);
+    logits.resize(static_cast<std::size_t>(b.size * classes));
+    out.copy_to_host(logits);
+    for (std::int64_t i = 0; i < b.size; ++i) {
+      const float* z = logits.data() + i * classes;
+      const std::int32_t label = b.y[static_cast<std::size_t>(i)];
+      MIRROR_CHECK(label >= 0 && label < classes, kFormat,
+                   "label " << label << " of sample " << (base + i) << " is outside [0, " << classes << ")");
+      const float zmax = *std::max_element(z, z + classes);
+      const std::int32_t predicted = static_cast<std::int32_t>(std::max_element(z, z + classes) - z);
+      double sum = 0.0;
+      for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c] - zmax));
+      result.loss_sum += std::log(sum) - static_cast<double>(z[label] - zmax);
+      result.correct += predicted == label;
+      result.count += 1;
+      result.confusion[static_cast<std::size_t>(label * classes + predicted)] += 1;
+      if (on_prediction) {
+        for (std::int64_t c = 0; c < classes; ++c)
+          probs[static_cast<std::size_t>(c)] = static_cast<float>(std::exp(static_cast<double>(z[c] - zmax)) / sum);
+        on_prediction(Prediction{base + i, label, predicted, probs});
+      }
+    }
+  }
+  model.set_training(true);
+
+  // One reduction for the sums: [loss_sum] as float64, [correct, count, confusion...] as int64.
+  control.allreduce(&result.loss_sum, &result.loss_sum, 1, coll::DataType::kFloat64, coll::ReduceOp::kSum);
+  std::vector<std::int64_t> counts{result.correct, result.count};
+  counts.insert(counts.end(), result.confusion.begin(), result.confusion.end());
+  control.allreduce(counts.data(), counts.data(), counts.size(), coll::DataType::kInt64, coll::ReduceOp::kSum);
+  result.correct = counts[0];
+  result.count = counts[1];
+  std::copy(counts.begin() + 2, counts.end(), result.confusion.begin());
+  return result;
+}
+
+}  // namespace mirror::train

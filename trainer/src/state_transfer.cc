@@ -1,0 +1,159 @@
+// state_transfer.cc — initial parameter broadcast, checkpoint capture, resume with compatibility checks.
+#include "state_transfer.h"
+
+#include <ostream>
+
+#include "mirror/error.h"
+
+namespace mirror::train {
+namespace {
+
+void broadcast_floats(coll::Communicator& control, std::vector<float>& values) {
+  control.broadcast(values.data(), values.size(), coll::DataType::kFloat32, 0);
+}
+
+// Throws kInvalidArgument when the checkpoint's model or optimizer differs from this run's.
+void check_compatible(const std::string& path, const CheckpointState& s, const Model& model,
+                      const Optimizer& optimizer) {
+  const auto& infos = model.parameters();
+  bool same = s.input_features == model.input_features() && s.num_classes == model.num_classes() &&
+              s.params.size() == infos.size();
+  for (std::size_t i = 0; same && i < infos.size(); ++i)
+    same = s.params[i].name == infos[i].name && s.params[i].shape == infos[i].shape;
+  MIRROR_CHECK(same, kInvalidArgument,
+               "checkpoint " << path << " holds model '" << s.model_spec << "' for " << s.input_features
+                             << " features and " << s.num_classes << " classes, but this run builds '"
+                             << model.spec().to_string() << "' for " << model.input_features() << " features and "
+                             << model.num_classes() << " classes; pass the same --model and --data, or use another "
+                             << "--checkpoint-dir");
+  MIRROR_CHECK(s.optimizer_kind == to_string(optimizer.options().kind), kInvalidArgument,
+               "checkpoint " << path << " was written with --optimizer " << s.optimizer_kind << ", this run uses "
+                             << to_string(optimizer.options().kind));
+  for (const std::string& name : optimizer.state_names()) {
+    bool found = false;
+    for (const NamedTensor& t : s.optimizer_state)
+      found = found || (t.name == name && static_cast<std::int64_t>(t.values.size()) == optimizer.numel());
+    MIRROR_CHECK(found, kFormat, "checkpoint " << path << " lacks optimizer state '" << name << "' of "
+                                               << optimizer.numel() << " values");
+  }
+}
+
+std::vector<float> flat_params(const CheckpointState& s) {
+  std::vector<float> flat;
+  for (const NamedTensor& t : s.params) flat.insert(flat.end(), t.values.begin(), t.values.end());
+  return flat;
+}
+
+}  // namespace
+
+void init_and_broadcast_parameters(Model& model, std::uint64_t seed, coll::Communicator& control) {
+  std::vector<float> host(static_cast<std::size_t>(model.num_parameters()));
+  if (control.rank() == 0) {
+    model.init_parameters(seed);
+    host = model.params_to_host();
+  }
+  broadcast_floats(control, host);
+  if (control.rank() != 0) model.params_from_host(host);
+}
+
+CheckpointState capture_state(const Model& model, const Optimizer& optimizer, const RunPosition& position,
+                              const TrainConfig& config, int world_size) {
+  CheckpointState s;
+  s.step = position.step;
+  s.epoch = position.epoch;
+  s.epoch_micro_step = position.micro;
+  s.world_size = world_size;
+  s.seed = config.seed;
+  s.model_spec = model.spec().to_string();
+  s.input_features = model.input_features();
+  s.num_classes = model.num_classes();
+  s.config_json = to_json(config);
+  s.metrics_jsonl = position.metrics_jsonl;
+  s.epoch_loss_sum = position.loss_sum;
+  s.epoch_correct = position.correct;
+  s.epoch_samples = position.samples;
+  const std::vector<float> flat = model.params_to_host();
+  for (const ParamInfo& p : model.parameters()) {
+    s.params.push_back(NamedTensor{p.name, p.shape,
+                                   std::vector<float>(flat.begin() + p.offset, flat.begin() + p.offset + p.numel)});
+  }
+  s.optimizer_kind = to_string(optimizer.options().kind);
+  s.optimizer_step = optimizer.step_count();
+  for (const std::string& name : optimizer.state_names())
+    s.optimizer_state.push_back(NamedTensor{name, {optimizer.numel()}, optimizer.state_to_host(name)});
+  return s;
+}
+
+bool resume_from_checkpoint(const TrainConfig& config, Model& model, Optimizer& optimizer, RunPosition& position,
+                            coll::Communicator& control, std::string& path_out, std::ostream* out) {
+  if (config.resume.empty()) return false;
+  // Rank 0 decides: status 1 = loaded, 0 = nothing to resume from, -1 = failed (rank 0 raises its error).
+  std::int32_t status = 0;
+  CheckpointState state;
+  std::exception_ptr failure;
+  if (control.rank() == 0) {
+    try {
+      std::string path = config.resume;
+      if (config.resume == "auto") {
+        std::vector<std::string> skipped;
+        auto latest = latest_valid_checkpoint(config.checkpoint_dir, &skipped);
+        for (const std::string& s : skipped)
+          if (out) *out << "warning: skipping corrupt checkpoint " << s << "\n";
+        path = latest.value_or("");
+      }
+      if (!path.empty()) {
+        state = read_checkpoint(path);
+        check_compatible(path, state, model, optimizer);
+        MIRROR_CHECK(state.world_size == control.size() || state.epoch_micro_step == 0, kInvalidArgument,
+                     "checkpoint " << path << " was written by " << state.world_size << " ranks in the middle of "
+                                   << "an epoch; resume it with " << state.world_size << " ranks (a checkpoint "
+                                   << "taken at an epoch boundary resumes with any number)");
+        path_out = path;
+        status = 1;
+      } else if (out) {
+        *out << "resume: no checkpoint in " << config.checkpoint_dir << "; starting from step 0\n";
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      status = -1;
+    }
+  }
+  control.broadcast(&status, 1, coll::DataType::kInt32, 0);
+  if (status == -1) {
+    if (failure) std::rethrow_exception(failure);
+    MIRROR_THROW(kRemote, "rank 0 could not load the checkpoint to resume from (its error says why)");
+  }
+  if (status == 0) return false;
+
+  std::int64_t header[6] = {state.step, state.epoch, state.epoch_micro_step, state.epoch_correct,
+                            state.epoch_samples, state.optimizer_step};
+  double loss_sum = state.epoch_loss_sum;
+  control.broadcast(header, 6, coll::DataType::kInt64, 0);
+  control.broadcast(&loss_sum, 1, coll::DataType::kFloat64, 0);
+  std::vector<float> values = control.rank() == 0 ? flat_params(state)
+                                                  : std::vector<float>(static_cast<std::size_t>(model.num_parameters()));
+  broadcast_floats(control, values);
+  model.params_from_host(values);
+  for (const std::string& name : optimizer.state_names()) {
+    values.assign(static_cast<std::size_t>(optimizer.numel()), 0.0f);
+    if (control.rank() == 0)
+      for (const NamedTensor& t : state.optimizer_state)
+        if (t.name == name) values = t.values;
+    broadcast_floats(control, values);
+    optimizer.state_from_host(name, values);
+  }
+  optimizer.set_step_count(header[5]);
+  position.step = header[0];
+  position.epoch = header[1];
+  position.micro = header[2];
+  // The epoch's partial sums were reduced over all ranks when saved; rank 0 carries them on, the others
+  // start from zero, so the epoch-end reduction gives the same totals as an uninterrupted run.
+  const bool carry = control.rank() == 0;
+  position.correct = carry ? header[3] : 0;
+  position.samples = carry ? header[4] : 0;
+  position.loss_sum = carry ? loss_sum : 0.0;
+  position.metrics_jsonl = state.metrics_jsonl;
+  return true;
+}
+
+}  // namespace mirror::train

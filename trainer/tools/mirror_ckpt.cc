@@ -1,0 +1,166 @@
+// mirror_ckpt.cc — `mirror-ckpt`: look into checkpoints without training.
+//   list DIR          step, epoch, last metrics, size, valid or not (with the reason)
+//   inspect FILE      header, configuration, tensors with shapes and norms
+//   verify FILE       every checksum; exit 1 when corrupt
+//   diff A B [--tol]  max |a - b| per tensor; exit 0 when all <= tol, 1 otherwise
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "mirror/error.h"
+#include "mirror/train/checkpoint.h"
+
+namespace {
+using namespace mirror::train;
+
+int list_command(const std::string& dir) {
+  const auto entries = list_checkpoints(dir, true);
+  if (entries.empty()) {
+    std::cout << "no checkpoints (ckpt-*.h5) in " << dir << "\n";
+    return 0;
+  }
+  std::printf("%-22s %10s %6s %10s  %-7s %s\n", "file", "step", "epoch", "bytes", "status", "last metrics / problem");
+  for (const auto& e : entries) {
+    const std::string name = e.path.substr(e.path.find_last_of('/') + 1);
+    std::printf("%-22s %10lld %6lld %10ju  %-7s %s\n", name.c_str(), static_cast<long long>(e.step),
+                static_cast<long long>(e.epoch), e.bytes, e.valid ? "valid" : "CORRUPT",
+                e.valid ? e.last_metrics.c_str() : e.problem.c_str());
+  }
+  return 0;
+}
+
+void print_tensors(const char* title, const std::vector<NamedTensor>& tensors) {
+  std::printf("%s:\n", title);
+  for (const NamedTensor& t : tensors) {
+    double sq = 0, lo = INFINITY, hi = -INFINITY;
+    for (float v : t.values) {
+      sq += static_cast<double>(v) * v;
+      lo = std::min(lo, static_cast<double>(v));
+      hi = std::max(hi, static_cast<double>(v));
+    }
+    std::string shape = "[";
+    for (std::size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+    shape += "]";
+    std::printf("  %-20s %-14s norm %-12.6g min %-12.6g max %-12.6g\n", t.name.c_str(), shape.c_str(), std::sqrt(sq),
+                t.values.empty() ? 0.0 : lo, t.values.empty() ? 0.0 : hi);
+  }
+}
+
+int inspect_command(const std::string& file) {
+  const CheckpointState s = read_checkpoint(file);
+  std::printf("checkpoint %s (checksums verified)\n", file.c_str());
+  std::printf("  step %lld, epoch %lld, next micro-batch %lld, world size %d, seed %llu\n",
+              static_cast<long long>(s.step), static_cast<long long>(s.epoch),
+              static_cast<long long>(s.epoch_micro_step), s.world_size, static_cast<unsigned long long>(s.seed));
+  std::printf("  model %s: %lld features, %lld classes; optimizer %s at step %lld\n", s.model_spec.c_str(),
+              static_cast<long long>(s.input_features), static_cast<long long>(s.num_classes),
+              s.optimizer_kind.c_str(), static_cast<long long>(s.optimizer_step));
+  std::printf("configuration:\n");
+  try {
+    std::cout << nlohmann::json::parse(s.config_json).dump(2) << "\n";
+  } catch (const nlohmann::json::exception&) {
+    std::cout << s.config_json << "\n";
+  }
+  print_tensors("parameters", s.params);
+  print_tensors("optimizer state", s.optimizer_state);
+  std::printf("metrics:\n%s", s.metrics_jsonl.empty() ? "  (none yet)\n" : s.metrics_jsonl.c_str());
+  return 0;
+}
+
+int verify_command(const std::string& file) {
+  try {
+    const CheckpointState s = read_checkpoint(file);
+    std::printf("%s: valid (step %lld, %zu parameter tensors, %zu optimizer tensors, all checksums match)\n",
+                file.c_str(), static_cast<long long>(s.step), s.params.size(), s.optimizer_state.size());
+    return 0;
+  } catch (const mirror::Error& e) {
+    std::printf("%s: CORRUPT: %s\n", file.c_str(), e.message().c_str());
+    return 1;
+  }
+}
+
+// Compares tensors of the same name; returns false when any differs by more than tol or is missing.
+bool diff_group(const char* title, const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b, double tol) {
+  bool ok = true;
+  std::printf("%s:\n", title);
+  for (const NamedTensor& ta : a) {
+    const NamedTensor* tb = nullptr;
+    for (const NamedTensor& t : b)
+      if (t.name == ta.name) tb = &t;
+    if (!tb) {
+      std::printf("  %-20s only in A\n", ta.name.c_str());
+      ok = false;
+      continue;
+    }
+    if (tb->shape != ta.shape) {
+      std::printf("  %-20s shapes differ\n", ta.name.c_str());
+      ok = false;
+      continue;
+    }
+    double max_diff = 0;
+    for (std::size_t i = 0; i < ta.values.size(); ++i) {
+      const double d = std::fabs(static_cast<double>(ta.values[i]) - tb->values[i]);
+      if (!(d <= max_diff)) max_diff = d;  // NaN propagates as a failure
+    }
+    const bool within = max_diff <= tol;
+    ok = ok && within;
+    std::printf("  %-20s max |a-b| %-12.6g %s\n", ta.name.c_str(), max_diff, within ? "ok" : "DIFFERS");
+  }
+  for (const NamedTensor& tb : b) {
+    bool found = false;
+    for (const NamedTensor& t : a) found = found || t.name == tb.name;
+    if (!found) {
+      std::printf("  %-20s only in B\n", tb.name.c_str());
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+int diff_command(const std::string& file_a, const std::string& file_b, double tol) {
+  const CheckpointState a = read_checkpoint(file_a);
+  const CheckpointState b = read_checkpoint(file_b);
+  std::printf("A %s (step %lld)\nB %s (step %lld)\ntolerance %g\n", file_a.c_str(), static_cast<long long>(a.step),
+              file_b.c_str(), static_cast<long long>(b.step), tol);
+  const bool params_ok = diff_group("parameters", a.params, b.params, tol);
+  const bool state_ok = diff_group("optimizer state", a.optimizer_state, b.optimizer_state, tol);
+  const bool ok = params_ok && state_ok;
+  std::printf("%s\n", ok ? "equal within tolerance" : "DIFFERENT");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mirror-ckpt: list, inspect, verify and compare Mirror checkpoints", "mirror-ckpt"};
+  app.require_subcommand(1);
+  std::string dir, file, file_b;
+  double tol = 0.0;
+  auto* list = app.add_subcommand("list", "checkpoints in a directory: step, epoch, metrics, size, valid or not");
+  list->add_option("dir", dir, "checkpoint directory")->required();
+  auto* inspect = app.add_subcommand("inspect", "header, configuration, tensors with shapes and norms");
+  inspect->add_option("file", file, "checkpoint file")->required();
+  auto* verify = app.add_subcommand("verify", "check every checksum; exit 1 when corrupt");
+  verify->add_option("file", file, "checkpoint file")->required();
+  auto* diff = app.add_subcommand("diff", "max |a-b| per tensor; exit 0 when all <= --tol, else 1");
+  diff->add_option("a", file, "first checkpoint")->required();
+  diff->add_option("b", file_b, "second checkpoint")->required();
+  diff->add_option("--tol", tol, "largest allowed absolute difference")->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*list) return list_command(dir);
+    if (*inspect) return inspect_command(file);
+    if (*verify) return verify_command(file);
+    return diff_command(file, file_b, tol);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,144 @@
+// mirror_eval.cc — `mirror-eval`: evaluate a checkpoint on a split: loss, accuracy, per-class accuracy, the
+// confusion matrix, and optionally one CSV row per sample. One process, or under mpirun (each rank takes a
+// disjoint contiguous part; the sums are reduced; rows are written in sample order).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "mirror/coll/communicator.h"
+#include "mirror/coll/runtime.h"
+#include "mirror/data/dataset.h"
+#include "mirror/error.h"
+#include "mirror/train/checkpoint.h"
+#include "mirror/train/device.h"
+#include "mirror/train/evaluate.h"
+#include "mirror/train/model.h"
+#include "mpi_main.h"
+
+namespace {
+using namespace mirror;
+
+struct EvalOptions {
+  std::string checkpoint, data, split = "test", predict, device = "auto";
+  std::int64_t batch_size = 256;
+  int blas_threads = 1;
+  double timeout_s = 300;
+};
+
+// A directory means its newest checkpoint that verifies.
+std::string resolve_checkpoint(const std::string& path) {
+  if (!std::filesystem::is_directory(path)) return path;
+  std::vector<std::string> skipped;
+  auto latest = train::latest_valid_checkpoint(path, &skipped);
+  for (const auto& s : skipped) std::cerr << "warning: skipping corrupt checkpoint " << s << "\n";
+  MIRROR_CHECK(latest.has_value(), kIo, "no valid checkpoint (ckpt-*.h5) in directory " << path);
+  return *latest;
+}
+
+int run(const EvalOptions& o, int rank) {
+  coll::CommOptions comm_options;
+  comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  auto control = coll::make_communicator(comm_options);
+
+  // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on.
+  const std::string path = resolve_checkpoint(o.checkpoint);
+  const train::CheckpointState state = train::read_checkpoint(path);
+  const data::Dataset dataset = data::Dataset::open(o.data);
+  const train::Device device = train::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
+  train::Model model(state.model_spec, state.input_features, state.num_classes, device);
+  std::vector<float> flat;
+  for (const auto& t : state.params) flat.insert(flat.end(), t.values.begin(), t.values.end());
+  MIRROR_CHECK(static_cast<std::int64_t>(flat.size()) == model.num_parameters(), kFormat,
+               "checkpoint " << path << " holds " << flat.size() << " parameters, its model spec '" << state.model_spec
+                             << "' needs " << model.num_parameters());
+  model.params_from_host(flat);
+
+  // Predictions: each rank writes its rows to a part file; rank 0 joins them in rank (= sample) order.
+  std::ofstream part;
+  std::string part_path;
+  if (!o.predict.empty()) {
+    part_path = o.predict + ".part" + std::to_string(rank);
+    part.open(part_path, std::ios::trunc);
+    MIRROR_CHECK(part.good(), kIo, "cannot write " << part_path);
+  }
+  const train::EvalResult r = train::evaluate(model, dataset, o.split, o.batch_size, *control,
+                                              [&](const train::Prediction& p) {
+                                                if (!part.is_open()) return;
+                                                part << p.index << ',' << p.label << ',' << p.predicted;
+                                                for (float q : p.probabilities) part << ',' << q;
+                                                part << '\n';
+                                              });
+  if (part.is_open()) {
+    part.close();
+    MIRROR_CHECK(!part.fail(), kIo, "writing " << part_path << " failed");
+  }
+  control->barrier();
+  if (rank == 0 && !o.predict.empty()) {
+    const std::string tmp = o.predict + ".tmp";
+    {
+      std::ofstream csv(tmp, std::ios::trunc);
+      csv << "index,label,predicted";
+      for (std::int64_t c = 0; c < r.num_classes; ++c) csv << ",p" << c;
+      csv << '\n';
+      for (int k = 0; k < control->size(); ++k) {
+        const std::string pk = o.predict + ".part" + std::to_string(k);
+        std::ifstream in(pk);
+        csv << in.rdbuf();
+        in.close();
+        std::filesystem::remove(pk);
+      }
+      MIRROR_CHECK(csv.good(), kIo, "writing " << tmp << " failed");
+    }
+    std::filesystem::rename(tmp, o.predict);
+  }
+  if (rank != 0) return 0;
+  std::printf("checkpoint %s (step %lld)\n", path.c_str(), static_cast<long long>(state.step));
+  std::printf("split %s of %s: %lld samples on %d rank(s)\n", o.split.c_str(), o.data.c_str(),
+              static_cast<long long>(r.count), control->size());
+  std::printf("loss %.4f  accuracy %.4f\n", r.mean_loss(), r.accuracy());
+  std::printf("per-class accuracy:\n");
+  for (std::int64_t c = 0; c < r.num_classes; ++c) std::printf("  class %2lld  %.4f\n", static_cast<long long>(c), r.class_accuracy(c));
+  std::printf("confusion matrix (rows: label, columns: predicted):\n");
+  for (std::int64_t a = 0; a < r.num_classes; ++a) {
+    std::printf("  %2lld |", static_cast<long long>(a));
+    for (std::int64_t p = 0; p < r.num_classes; ++p)
+      std::printf(" %6lld", static_cast<long long>(r.confusion[static_cast<std::size_t>(a * r.num_classes + p)]));
+    std::printf("\n");
+  }
+  if (!o.predict.empty()) std::printf("predictions: %s\n", o.predict.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tools::run_mpi_main(argc, argv, [](int& argc, char**& argv, int rank) {
+    EvalOptions o;
+    CLI::App app{"mirror-eval: loss, accuracy, per-class accuracy and confusion matrix of a checkpoint on a split",
+                 "mirror-eval"};
+    app.add_option("--checkpoint", o.checkpoint, "checkpoint file, or a directory (its newest valid checkpoint)")
+        ->required();
+    app.add_option("--data", o.data, "HDF5 dataset (made by mirror-data)")->required();
+    app.add_option("--split", o.split, "split to evaluate")->check(CLI::IsMember({"test", "train"}))
+        ->capture_default_str();
+    app.add_option("--batch-size", o.batch_size, "samples per forward pass")->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--predict", o.predict, "write one CSV row per sample: index,label,predicted,p0..pC-1");
+    app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+        ->capture_default_str();
+    app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(CLI::Range(0.1, 86400.0))
+        ->capture_default_str();
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (rank != 0) return e.get_exit_code() == 0 ? 0 : 2;
+      return app.exit(e) == 0 ? 0 : 2;
+    }
+    return run(o, rank);
+  });
+}

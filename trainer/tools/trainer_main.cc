@@ -1,0 +1,56 @@
+// trainer_main.cc — `trainer`: data-parallel training, one process per GPU (or CPU rank), under mpirun or
+// mirrorrun. Flags: trainer --help (config.cc holds the table).
+#include <csignal>
+#include <iostream>
+
+#include "mirror/coll/communicator.h"
+#include "mirror/coll/runtime.h"
+#include "mirror/train/config.h"
+#include "mirror/train/device.h"
+#include "mirror/train/training.h"
+#include "mpi_main.h"
+
+namespace {
+std::atomic<bool> g_stop_requested{false};
+extern "C" void on_stop_signal(int) { g_stop_requested.store(true); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  return mirror::tools::run_mpi_main(argc, argv, [](int& argc, char**& argv, int rank) {
+    using namespace mirror;
+    train::TrainConfig config;
+    if (auto code = train::parse_train_config(argc, argv, config, rank == 0)) return *code;
+    const int world = coll::MpiRuntime::world_size();
+    try {
+      train::validate(config, world);  // the same verdict on every rank: rank 0 says it, all return 2
+    } catch (const Error& e) {
+      if (rank == 0) std::cerr << "error: " << e.message() << "\nRun with --help for the flags.\n";
+      return 2;
+    }
+    // SIGTERM/SIGINT (preemption, Ctrl-C): finish the step, write a checkpoint, exit.
+    std::signal(SIGTERM, on_stop_signal);
+    std::signal(SIGINT, on_stop_signal);
+
+    const int local_rank = coll::MpiRuntime::local_rank();
+    coll::CommOptions options;
+    options.timeout = std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000));
+    auto control = coll::make_communicator(options);
+    std::unique_ptr<coll::Communicator> nccl;
+    // The device first: "--device cuda" without a GPU is reported as such, not as a missing NCCL.
+    const train::Device device = train::resolve_device(config.device, local_rank, config.blas_threads);
+    if (config.backend == "nccl" || (config.backend == "auto" && device.is_cuda())) {
+      options.backend = coll::Backend::kNccl;
+      nccl = coll::make_communicator(options);
+    }
+    train::TrainContext ctx;
+    ctx.control = control.get();
+    ctx.gradients = nccl ? nccl.get() : control.get();
+    ctx.local_rank = local_rank;
+    ctx.out = rank == 0 ? &std::cout : nullptr;
+    ctx.stop_requested = &g_stop_requested;
+    const train::TrainSummary summary = train::train(config, ctx);
+    if (summary.stopped_early && rank == 0)
+      std::cout << "stopped by signal at step " << summary.steps << "; resume with --resume auto" << std::endl;
+    return summary.stopped_early ? 143 : 0;
+  });
+}
