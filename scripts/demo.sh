@@ -46,7 +46,7 @@ echo "== 4/5 train (mirrorrun: one rank per GPU, or CPU ranks)"
 rm -rf "$out"
 mkdir -p "$out"
 "$mirrorrun" "${np_args[@]}" -- "$trainer" --data data/fmnist.h5 --model mlp:512,256 --epochs 10 --batch-size 64 \
-  --lr 0.05 --momentum 0.9 --checkpoint-dir "$out/ckpt" --metrics "$out/metrics.jsonl" "${trainer_args[@]}"
+  --lr 0.05 --momentum 0.9 --decay cosine --warmup-steps 200 --checkpoint-dir "$out/ckpt" --metrics "$out/metrics.jsonl" "${trainer_args[@]}"
 
 echo "== 5/5 evaluate the last checkpoint, plot"
 "$mirror_eval" --checkpoint "$out/ckpt" --data data/fmnist.h5 --predict "$out/predictions.csv" | tee "$out/eval.txt"

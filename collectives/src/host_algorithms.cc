@@ -79,19 +79,21 @@ void allreduce_recursive_doubling(Transport& t, Workspace& ws, void* buf, std::s
   finish_reduction(buf, count, type, op, n);
 }
 
-void reduce_scatter_ring(Transport& t, Workspace& ws, void* buf, const ChunkLayout& chunks, DataType type, ReduceOp op,
-                         const OpContext& ctx) {
+void reduce_scatter_ring(Transport& t, Workspace& ws, const void* in, void* buf, const ChunkLayout& chunks,
+                         DataType type, ReduceOp op, const OpContext& ctx) {
   const int n = t.size(), r = t.rank();
   const std::size_t es = dtype_size(type);
   unsigned char* tmp = ws.get(0, chunks.max_count * es);
+  const auto* src = static_cast<const unsigned char*>(in);
   const int right = mod(r + 1, n), left = mod(r - 1, n);
-  // Step s: send chunk r-s-1 (reduced at step s-1, or our own at s = 0), receive chunk r-s-2 and add ours.
-  // After n-1 steps the last chunk received is chunk r, holding all n contributions.
+  // Step s: send chunk r-s-1 (our own input at s = 0, else the partial result of step s-1), receive
+  // chunk r-s-2 and combine it with our input. Each chunk is combined once; after n-1 steps the last
+  // chunk received is chunk r, holding all n contributions.
   for (int s = 0; s < n - 1; ++s) {
     const int sc = mod(r - s - 1, n), rc = mod(r - s - 2, n);
-    t.sendrecv(right, at(buf, chunks.offset[sc], es), chunks.count[sc] * es, left, tmp, chunks.count[rc] * es,
-               ctx);
-    reduce_into(at(buf, chunks.offset[rc], es), tmp, chunks.count[rc], type, op);
+    const unsigned char* from = s == 0 ? src + chunks.offset[sc] * es : at(buf, chunks.offset[sc], es);
+    t.sendrecv(right, from, chunks.count[sc] * es, left, tmp, chunks.count[rc] * es, ctx);
+    reduce(at(buf, chunks.offset[rc], es), src + chunks.offset[rc] * es, tmp, chunks.count[rc], type, op);
   }
 }
 
@@ -105,9 +107,15 @@ void allgather_ring(Transport& t, Workspace& ws, void* buf, const ChunkLayout& c
   }
 }
 
-void allreduce_ring(Transport& t, Workspace& ws, void* buf, std::size_t count, DataType type, ReduceOp op, const OpContext& ctx) {
+void allreduce_ring(Transport& t, Workspace& ws, void* buf, std::size_t count, DataType type, ReduceOp op,
+                    const OpContext& ctx) {
+  allreduce_ring(t, ws, buf, buf, count, type, op, ctx);
+}
+
+void allreduce_ring(Transport& t, Workspace& ws, const void* in, void* buf, std::size_t count, DataType type,
+                    ReduceOp op, const OpContext& ctx) {
   const ChunkLayout chunks = even_chunks(count, t.size());
-  reduce_scatter_ring(t, ws, buf, chunks, type, op, ctx);
+  reduce_scatter_ring(t, ws, in, buf, chunks, type, op, ctx);
   const std::size_t es = dtype_size(type);
   const int r = t.rank();
   finish_reduction(at(buf, chunks.offset[r], es), chunks.count[r], type, op, t.size());

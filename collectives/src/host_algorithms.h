@@ -47,10 +47,14 @@ void allreduce_recursive_doubling(Transport& t, Workspace& ws, void* buf, std::s
                                   const OpContext& ctx);
 void allreduce_ring(Transport& t, Workspace& ws, void* buf, std::size_t count, DataType type, ReduceOp op, const OpContext& ctx);
 
-// In place over buf laid out as `chunks`: afterwards chunk rank() of buf holds the reduction of every rank's
-// chunk rank() (not yet divided for kAvg); the other chunks hold partial sums.
-void reduce_scatter_ring(Transport& t, Workspace& ws, void* buf, const ChunkLayout& chunks, DataType type, ReduceOp op,
-                         const OpContext& ctx);
+// Ring reduce-scatter of `in` into `buf` (both laid out as `chunks`; in == buf is in place): afterwards
+// chunk rank() of buf holds the reduction of every rank's chunk rank() (not yet divided for kAvg); other
+// chunks of buf hold partial results, except chunk rank()-1, which is not written. `in` is only read.
+void reduce_scatter_ring(Transport& t, Workspace& ws, const void* in, void* buf, const ChunkLayout& chunks,
+                         DataType type, ReduceOp op, const OpContext& ctx);
+// allreduce_ring reading `in` (may equal buf) and leaving the result in buf: no copy for out-of-place.
+void allreduce_ring(Transport& t, Workspace& ws, const void* in, void* buf, std::size_t count, DataType type,
+                    ReduceOp op, const OpContext& ctx);
 // In place over buf laid out as `chunks` of elements of `elem_size` bytes: chunk rank() is this rank's;
 // afterwards every chunk holds its owner's data.
 void allgather_ring(Transport& t, Workspace& ws, void* buf, const ChunkLayout& chunks, std::size_t elem_size, const OpContext& ctx);

@@ -75,6 +75,11 @@ void HostCommunicator::do_allreduce(const CollectiveCall& call, const OpContext&
     narrow_from_float(f, call.recv, n, call.type);
     return;
   }
+  const bool small = n * dtype_size(acc) <= kSmallAllreduceBytes || n < static_cast<std::size_t>(size_);
+  if (size_ > 1 && !small) {  // ring: reads send directly, no copy for out-of-place
+    allreduce_ring(*transport_, workspace_, call.send, call.recv, n, acc, call.op, ctx);
+    return;
+  }
   if (call.send != call.recv) std::memcpy(call.recv, call.send, n * dtype_size(call.type));
   detail::allreduce(*transport_, workspace_, call.recv, n, acc, call.op, ctx);
 }
@@ -112,7 +117,7 @@ void HostCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCon
     chunks.count.push_back(n);
   }
   chunks.max_count = n;
-  if (size_ > 1) reduce_scatter_ring(*transport_, workspace_, work, chunks, acc, call.op, ctx);
+  if (size_ > 1) reduce_scatter_ring(*transport_, workspace_, work, work, chunks, acc, call.op, ctx);
   unsigned char* mine = work + static_cast<std::size_t>(rank_) * n * acc_size;
   finish_reduction(mine, n, acc, call.op, size_);
   if (acc != call.type) {

@@ -23,7 +23,7 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& options) {
       int provided = MPI_THREAD_SINGLE;
       MIRROR_CHECK_MPI(MPI_Query_thread(&provided));
       return std::make_unique<detail::HostCommunicator>(std::make_unique<detail::MpiTransport>(), options,
-                                                        provided == MPI_THREAD_MULTIPLE);
+                                                        options.progress_thread && provided == MPI_THREAD_MULTIPLE);
     }
     case Backend::kNccl:
 #ifdef MIRROR_HAVE_CUDA

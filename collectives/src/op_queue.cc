@@ -122,11 +122,13 @@ void OpQueue::run(const std::function<std::string()>& describe, std::function<vo
     OpQueue* q;
     ~Release() {
       if (!q->thread_.joinable()) return;
+      bool queued;
       {
         std::lock_guard lk(q->mu_);
         q->busy_ = false;
+        queued = !q->queue_.empty();
       }
-      q->cv_.notify_all();
+      if (queued) q->cv_.notify_all();  // wake the progress thread only when it has work (no futex per call)
     }
   } release{this};
   fn();
@@ -144,11 +146,8 @@ void OpQueue::loop() {
       busy_ = true;
     }
     op->execute();
-    {
-      std::lock_guard lk(mu_);
-      busy_ = false;
-    }
-    cv_.notify_all();
+    std::lock_guard lk(mu_);
+    busy_ = false;
   }
 }
 

@@ -31,21 +31,22 @@ T wrap_mul(T a, T b) {
   }
 }
 
+// dst[i] = a[i] op b[i]; dst may be a (no __restrict: the in-place form is the common one).
 template <typename T>
-void reduce_typed(T* __restrict dst, const T* __restrict src, std::size_t count, ReduceOp op) {
+void reduce_typed(T* dst, const T* a, const T* b, std::size_t count, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = wrap_add(dst[i], src[i]);
+      for (std::size_t i = 0; i < count; ++i) dst[i] = wrap_add(a[i], b[i]);
       return;
     case ReduceOp::kMin:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = std::min(dst[i], src[i]);
+      for (std::size_t i = 0; i < count; ++i) dst[i] = std::min(a[i], b[i]);
       return;
     case ReduceOp::kMax:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = std::max(dst[i], src[i]);
+      for (std::size_t i = 0; i < count; ++i) dst[i] = std::max(a[i], b[i]);
       return;
     case ReduceOp::kProd:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = wrap_mul(dst[i], src[i]);
+      for (std::size_t i = 0; i < count; ++i) dst[i] = wrap_mul(a[i], b[i]);
       return;
   }
   MIRROR_THROW(kInvalidArgument, "unknown reduction value " << static_cast<int>(op));
@@ -64,17 +65,26 @@ DataType accumulation_type(DataType type) {
 }
 
 void reduce_into(void* dst, const void* src, std::size_t count, DataType type, ReduceOp op) {
+  reduce(dst, dst, src, count, type, op);
+}
+
+void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType type, ReduceOp op) {
   switch (type) {
-    case DataType::kFloat32: return reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
-    case DataType::kFloat64: return reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
+    case DataType::kFloat32:
+      return reduce_typed(static_cast<float*>(dst), static_cast<const float*>(a), static_cast<const float*>(b), count, op);
+    case DataType::kFloat64:
+      return reduce_typed(static_cast<double*>(dst), static_cast<const double*>(a), static_cast<const double*>(b), count,
+                          op);
     case DataType::kInt32:
-      return reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), count, op);
+      return reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(a),
+                          static_cast<const std::int32_t*>(b), count, op);
     case DataType::kInt64:
-      return reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), count, op);
+      return reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(a),
+                          static_cast<const std::int64_t*>(b), count, op);
     case DataType::kFloat16:
     case DataType::kBFloat16: break;
   }
-  MIRROR_THROW(kInternal, "reduce_into called with " << to_string(type) << "; 16-bit types are reduced as float32");
+  MIRROR_THROW(kInternal, "reduce called with " << to_string(type) << "; 16-bit types are reduced as float32");
 }
 
 void finish_reduction(void* buf, std::size_t count, DataType type, ReduceOp op, int ranks) {

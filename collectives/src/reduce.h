@@ -18,6 +18,8 @@ DataType accumulation_type(DataType type);
 // dst[i] = dst[i] op src[i] for i < count; type is an accumulation type (not float16/bfloat16).
 // kAvg accumulates like kSum; finish_reduction() divides.
 void reduce_into(void* dst, const void* src, std::size_t count, DataType type, ReduceOp op);
+// dst[i] = a[i] op b[i]; dst may equal a.
+void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType type, ReduceOp op);
 
 // After the reduction of `ranks` contributions: divides by ranks for kAvg, nothing otherwise.
 void finish_reduction(void* buf, std::size_t count, DataType type, ReduceOp op, int ranks);

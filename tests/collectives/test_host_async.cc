@@ -72,6 +72,25 @@ TEST(HostAsync, EveryAsyncOp) {
   }
 }
 
+TEST(HostAsync, WithoutProgressThreadAsyncRunsInline) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.progress_thread = false;  // what MPI below MPI_THREAD_MULTIPLE gets
+  auto c = make_communicator(o);
+  const int n = c->size(), r = c->rank();
+  std::vector<std::int32_t> a(1000), b(7);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<std::int32_t>(test_input(ReduceOp::kMin, r, i, n));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::int32_t>(test_input(ReduceOp::kProd, r, i, n));
+  Work wa = c->allreduce_async(a.data(), a.data(), a.size(), DataType::kInt32, ReduceOp::kMin);
+  Work wb = c->allreduce_async(b.data(), b.data(), b.size(), DataType::kInt32, ReduceOp::kProd);
+  EXPECT_TRUE(wa.done());  // completed before returning
+  EXPECT_TRUE(wb.done());
+  wb.wait();
+  wa.wait();
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], test_reference(ReduceOp::kMin, i, n)) << i;
+  for (std::size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i], test_reference(ReduceOp::kProd, i, n)) << i;
+}
+
 TEST(HostAsync, DefaultWorkIsDone) {
   Work w;
   EXPECT_TRUE(w.done());

@@ -204,3 +204,17 @@ TEST(Checkpoint, LatestValidSkipsCorruptNewerOnesAndPruneKeepsNewest) {
   EXPECT_EQ(listed[1].step, 300);
   fs::remove_all(dir);
 }
+
+TEST(Checkpoint, LongConfigurationAndMetricsRoundTrip) {
+  // HDF5 attributes are limited to 64 KiB; a long run's metrics are far larger.
+  fs::path dir = fresh_dir("long");
+  CheckpointState s = sample_state(9);
+  s.metrics_jsonl.clear();
+  for (int e = 1; e <= 3000; ++e) s.metrics_jsonl += "{\"epoch\":" + std::to_string(e) + ",\"train_loss\":0.25}\n";
+  ASSERT_GT(s.metrics_jsonl.size(), 64u * 1024);
+  s.config_json = std::string(70 * 1024, 'c');
+  CheckpointState r = read_checkpoint(write_checkpoint(dir.string(), s));
+  EXPECT_EQ(r.metrics_jsonl, s.metrics_jsonl);
+  EXPECT_EQ(r.config_json, s.config_json);
+  fs::remove_all(dir);
+}

@@ -66,6 +66,17 @@ void write_str(hid_t obj, const char* name, const std::string& v) {
   write_attr(obj, name, type.get(), padded.data());
 }
 
+// Long text (the configuration, the metrics so far) goes into a 1-D uint8 dataset: attributes are limited to
+// 64 KiB in HDF5's default layout, and a long run's metrics exceed that.
+void write_text(hid_t obj, const char* name, const std::string& text) {
+  const hsize_t n = text.size();
+  h5::Handle space(MIRROR_CHECK_HDF5(H5Screate_simple(1, &n, nullptr), name), H5Sclose);
+  h5::Handle ds(MIRROR_CHECK_HDF5(H5Dcreate2(obj, name, H5T_STD_U8LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                             H5P_DEFAULT), name),
+                H5Dclose);
+  if (n > 0) MIRROR_CHECK_HDF5(H5Dwrite(ds.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, text.data()), name);
+}
+
 class Reader {
  public:
   Reader(hid_t obj, std::string path) : obj_(obj), path_(std::move(path)) {}
@@ -86,6 +97,21 @@ class Reader {
   std::uint64_t u64(const char* name) const { return scalar<std::uint64_t>(name, H5T_NATIVE_UINT64); }
   std::uint32_t u32(const char* name) const { return scalar<std::uint32_t>(name, H5T_NATIVE_UINT32); }
   double f64(const char* name) const { return scalar<double>(name, H5T_NATIVE_DOUBLE); }
+  std::string text(const char* name) const {
+    if (H5Lexists(obj_, name, H5P_DEFAULT) <= 0)
+      MIRROR_THROW(kFormat, path_ << ": dataset '" << name << "' is missing; not a complete Mirror checkpoint");
+    h5::Handle ds(MIRROR_CHECK_HDF5(H5Dopen2(obj_, name, H5P_DEFAULT), path_ << " " << name), H5Dclose);
+    h5::Handle space(MIRROR_CHECK_HDF5(H5Dget_space(ds.get()), path_ << " " << name), H5Sclose);
+    if (H5Sget_simple_extent_ndims(space.get()) != 1) MIRROR_THROW(kFormat, path_ << ": " << name << " is not 1-D text");
+    hsize_t n = 0;
+    MIRROR_CHECK_HDF5(H5Sget_simple_extent_dims(space.get(), &n, nullptr), path_ << " " << name);
+    if (n > (hsize_t{1} << 30)) MIRROR_THROW(kFormat, path_ << ": " << name << " claims " << n << " bytes");
+    std::string v(static_cast<std::size_t>(n), '\0');
+    if (n > 0)
+      MIRROR_CHECK_HDF5(H5Dread(ds.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
+                        path_ << " " << name << " (file truncated or damaged?)");
+    return v;
+  }
   std::string str(const char* name) const {
     h5::Handle attr = open(name);
     h5::Handle file_type(MIRROR_CHECK_HDF5(H5Aget_type(attr.get()), path_ << " attribute " << name), H5Tclose);
@@ -201,8 +227,8 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
   write_i64(f, "epoch_samples", s.epoch_samples);
   write_str(f, "optimizer_kind", s.optimizer_kind);
   write_i64(f, "optimizer_step", s.optimizer_step);
-  write_str(f, "config_json", s.config_json);
-  write_str(f, "metrics_jsonl", s.metrics_jsonl);
+  write_text(f, "config_json", s.config_json);
+  write_text(f, "metrics_jsonl", s.metrics_jsonl);
   const std::string header = header_text(s);
   write_u32(f, "header_crc32", crc32_of(header.data(), header.size()));
   write_tensors(f, "params", s.params);
@@ -217,8 +243,11 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   namespace fs = std::filesystem;
   const fs::path final_path(path);
   const fs::path dir = final_path.has_parent_path() ? final_path.parent_path() : fs::path(".");
-  const std::string tmp =
-      (dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+  std::string tmp_name = ".";
+  tmp_name += final_path.filename().string();
+  tmp_name += ".tmp.";
+  tmp_name += std::to_string(::getpid());
+  const std::string tmp = (dir / tmp_name).string();
   try {
     write_hdf5(tmp, state);  // the file is closed when this returns
     fsync_path(tmp, false);
@@ -264,8 +293,8 @@ CheckpointState read_checkpoint(const std::string& path) {
   s.epoch_samples = r.i64("epoch_samples");
   s.optimizer_kind = r.str("optimizer_kind");
   s.optimizer_step = r.i64("optimizer_step");
-  s.config_json = r.str("config_json");
-  s.metrics_jsonl = r.str("metrics_jsonl");
+  s.config_json = r.text("config_json");
+  s.metrics_jsonl = r.text("metrics_jsonl");
   const std::string header = header_text(s);
   if (r.u32("header_crc32") != crc32_of(header.data(), header.size()))
     MIRROR_THROW(kFormat, path << ": header checksum mismatch; the checkpoint is corrupt");

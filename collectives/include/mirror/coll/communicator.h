@@ -66,6 +66,9 @@ struct CommOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   // nccl: the CUDA device this rank uses; -1 means "the local rank modulo the visible device count".
   int device = -1;
+  // host: run async calls on a per-communicator progress thread (only when MPI provides
+  // MPI_THREAD_MULTIPLE). false, or less thread support: async calls run inline and return completed.
+  bool progress_thread = true;
 };
 
 class Communicator {
