@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -81,6 +82,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    if ((*fm || *sy) && std::filesystem::path(out).has_parent_path()) {
+      // Like `mkdir -p`: --out data/fmnist.h5 works in a fresh checkout.
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(out).parent_path(), ec);
+      if (ec) throw std::runtime_error("cannot create the directory of --out " + out + ": " + ec.message());
+    }
     if (*fm) {
       for (const auto& f : mirror::data::convert_fashion_mnist(src, out, fm_write)) std::printf("wrote %s\n", f.c_str());
     } else if (*sy) {

@@ -1,5 +1,8 @@
 // mirrorrun.cc — main(): parse the command line, check every input before anything starts (mpirun, the
 // program, the hostfile, CUDA_VISIBLE_DEVICES), plan the ranks, then print (--dry-run) or supervise mpirun.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 
 #include "mirror/error.h"
@@ -17,6 +20,9 @@ int main(int argc, char** argv) {
   if (!parsed.run) return parsed.exit_code;
   const LaunchOptions& options = parsed.options;
   try {
+    // Open MPI gives every rank a pseudo-terminal, so a rank cannot tell whether the job's output goes to a
+    // terminal; tell it (forwarded with the other MIRROR_* variables; the trainer draws its bar only then).
+    ::setenv("MIRROR_STDOUT_IS_TTY", ::isatty(STDOUT_FILENO) ? "1" : "0", /*overwrite=*/0);
     const HostFacts facts = gather_host_facts();
     const std::string mpirun = find_mpirun(facts.env);
     resolve_program(options.command.front(), facts.env);  // exists and is executable, or a clear error

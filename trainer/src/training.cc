@@ -55,6 +55,15 @@ LrSchedule make_schedule(const TrainConfig& c, std::int64_t total_steps) {
   return LrSchedule(s);
 }
 
+// mkdir -p of the directory holding `path` (nothing for a bare file name).
+void create_parent_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (path.empty() || parent.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  MIRROR_CHECK(!ec, kIo, "cannot create directory " << parent.string() << " for " << path << ": " << ec.message());
+}
+
 // Writes `text` to `path` through a temporary and a rename, so the metrics file is never half written.
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
@@ -156,6 +165,10 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
     out->flush();
   }
 
+  if (rank == 0) {  // fail before training, not at the first checkpoint, when these cannot be made
+    create_parent_directory(config.metrics);
+    if (!config.checkpoint_dir.empty()) create_parent_directory(config.checkpoint_dir + "/x");
+  }
   const bool bar_on = config.progress == "on" || (config.progress == "auto" && ::isatty(STDOUT_FILENO));
   ProgressBar bar(out, bar_on);
   std::int64_t last_checkpoint_step = resumed ? pos.step : -1;

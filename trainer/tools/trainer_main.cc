@@ -1,6 +1,10 @@
 // trainer_main.cc — `trainer`: data-parallel training, one process per GPU (or CPU rank), under mpirun or
 // mirrorrun. Flags: trainer --help (config.cc holds the table).
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
+#include <string>
 #include <iostream>
 
 #include "mirror/coll/communicator.h"
@@ -12,6 +16,15 @@
 
 namespace {
 std::atomic<bool> g_stop_requested{false};
+
+// --progress auto: a bar only when the job's output is a terminal. Under Open MPI every rank's stdout is a
+// pseudo-terminal whatever mpirun's output is, so a rank under MPI trusts only mirrorrun's word for it
+// (MIRROR_STDOUT_IS_TTY); plain mpirun gets no bar unless --progress on.
+bool output_is_terminal() {
+  if (const char* told = std::getenv("MIRROR_STDOUT_IS_TTY")) return std::string(told) == "1";
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("SLURM_PROCID")) return false;
+  return ::isatty(STDOUT_FILENO) != 0;
+}
 extern "C" void on_stop_signal(int) { g_stop_requested.store(true); }
 }  // namespace
 
@@ -27,6 +40,7 @@ int main(int argc, char** argv) {
       if (rank == 0) std::cerr << "error: " << e.message() << "\nRun with --help for the flags.\n";
       return 2;
     }
+    if (config.progress == "auto") config.progress = output_is_terminal() ? "on" : "off";
     // SIGTERM/SIGINT (preemption, Ctrl-C): finish the step, write a checkpoint, exit.
     std::signal(SIGTERM, on_stop_signal);
     std::signal(SIGINT, on_stop_signal);
