@@ -38,7 +38,9 @@ function(mirror_add_mpi_test name)
     add_test(NAME ${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MIRROR_MPIEXEC_FLAGS}
                      $<TARGET_FILE:${name}>)
-    set_tests_properties(${name}.np${np} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${np})
+    # mpirun gives rank 0 a pseudo-terminal: without GTEST_COLOR=no its colour codes hide "[  SKIPPED ]".
+    set_tests_properties(${name}.np${np} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${np}
+                         ENVIRONMENT "GTEST_COLOR=no")
     if(ARG_GPU)
       set_tests_properties(${name}.np${np} PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ test")
     endif()

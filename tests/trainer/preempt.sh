@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# preempt.sh — no lost work: (1) SIGTERM to mirrorrun mid-run: the ranks finish their step, rank 0 writes a
+# checkpoint of that step, the job exits 143, and --resume auto continues to the same end as an uninterrupted
+# run; (2) kill -9 of the rank that writes checkpoints, at several moments while it writes one every step:
+# every ckpt-*.h5 left behind verifies, and --resume auto continues from the newest.
+source "$(dirname "$0")/../scripts/lib.sh"
+synth_data "$TMP/d.h5"
+args=(--data "$TMP/d.h5" --model mlp:256,256 --epochs 300 --batch-size 16 --eval-every 0 --progress off --seed 4)
+# 30 steps per epoch, 9000 in all.
+mpi 2 "$TRAINER" "${args[@]}" --checkpoint-dir "$TMP/ref" --checkpoint-every 100000 >/dev/null
+
+# (1) SIGTERM.
+"$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --checkpoint-dir "$TMP/pre" --checkpoint-every 100000 \
+  >"$TMP/pre.out" 2>&1 &
+job=$!
+for _ in $(seq 1 200); do grep -q "steps per epoch" "$TMP/pre.out" 2>/dev/null && break; sleep 0.05; done
+sleep 0.5
+start=$(date +%s.%N)
+kill -TERM "$job"
+rc=0; wait "$job" || rc=$?
+took=$(python3 -c "print(round($(date +%s.%N) - $start, 2))")
+[ "$rc" -eq 143 ] || fail "SIGTERM: exit $rc, expected 143: $(cat "$TMP/pre.out")"
+grep -q "stopped by signal at step" "$TMP/pre.out" || fail "no stop line: $(cat "$TMP/pre.out")"
+ls "$TMP/pre"/ckpt-*.h5 >/dev/null 2>&1 || fail "no checkpoint written on SIGTERM: $(cat "$TMP/pre.out")"
+step=$(ls "$TMP/pre" | sed -n 's/ckpt-0*\([0-9]*\)\.h5/\1/p' | tail -1)
+[ "$step" -lt 9000 ] || fail "the run finished before the signal (step $step): make it longer"
+echo "ok: SIGTERM -> checkpoint at step $step, exit 143 in ${took}s"
+mpi 2 "$TRAINER" "${args[@]}" --checkpoint-dir "$TMP/pre" --checkpoint-every 100000 --resume auto >/dev/null
+"$MIRROR_CKPT" diff "$TMP/ref/ckpt-00009000.h5" "$TMP/pre/ckpt-00009000.h5" --tol 0 >/dev/null \
+  || fail "preempted and resumed run differs from the uninterrupted one"
+echo "ok: resumed after SIGTERM == uninterrupted"
+
+# (2) kill -9 while checkpoints are being written (one per step, so most moments fall inside a write).
+for delay in 0.3 0.45 0.6 0.75 0.9; do
+  "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
+    --checkpoint-every 1 --keep 3 --resume auto >"$TMP/k9.out" 2>&1 &
+  job=$!
+  sleep "$delay"
+  victim=""
+  for pid in $(pgrep -x trainer); do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$TMP/k9"; then
+      # rank 0 is the writer: its environment says OMPI_COMM_WORLD_RANK=0
+      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=0"; then victim=$pid; fi
+    fi
+  done
+  [ -n "$victim" ] && kill -9 "$victim"
+  wait "$job" || true
+  for f in "$TMP"/k9/ckpt-*.h5; do
+    [ -e "$f" ] || continue
+    "$MIRROR_CKPT" verify "$f" >/dev/null || fail "after kill -9 at ${delay}s: $f does not verify"
+  done
+done
+n=$(ls "$TMP"/k9/ckpt-*.h5 2>/dev/null | wc -l)
+[ "$n" -ge 1 ] || fail "no checkpoint survived: $(cat "$TMP/k9.out")"
+echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify; leftovers: $(ls -a "$TMP/k9" | grep -c tmp || true) temporaries"
+timeout 120 "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
+  --checkpoint-every 100000 --resume auto --max-steps 1 >"$TMP/k9r.out" 2>&1 || true
+grep -q "resumed from" "$TMP/k9r.out" || fail "could not resume after the kills: $(cat "$TMP/k9r.out")"
+echo "ok: resumed from the newest checkpoint after the kills"
