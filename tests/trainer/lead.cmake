@@ -13,3 +13,10 @@ foreach(script equivalence resume bad_flags eval_ckpt restart preempt)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()
+
+# The fusion benchmark runs (its figures are for docs/benchmarks.md; here only that it works).
+add_test(NAME trainer.fusion_bench.np2
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MIRROR_MPIEXEC_FLAGS}
+                 $<TARGET_FILE:mirror-fusion-bench> --total-mb 1 --iters 2 --warmup 0)
+set_tests_properties(trainer.fusion_bench.np2 PROPERTIES TIMEOUT 120 PROCESSORS 2
+                     PASS_REGULAR_EXPRESSION "one per tensor +200")

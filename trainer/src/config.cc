@@ -83,6 +83,9 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket size in MB; each bucket is averaged as soon as "
                                              "backward has produced it, overlapping the rest of backward")
       ->check(CLI::Range(0.001, 4096.0))->group("Communication");
+  app.add_flag("!--no-overlap", c.overlap, "start all gradient all-reduces after backward instead of during it "
+                                          "(for measuring what overlap gains)")
+      ->group("Communication");
   app.add_option("--backend", c.backend, "auto (nccl on CUDA, host on CPU), host or nccl")
       ->check(CLI::IsMember({"auto", "host", "nccl"}))->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
@@ -184,6 +187,7 @@ std::string to_json(const TrainConfig& c) {
   j["scale_lr"] = c.scale_lr;
   j["reference_batch"] = c.reference_batch;
   j["bucket_mb"] = c.bucket_mb;
+  j["overlap"] = c.overlap;
   j["backend"] = c.backend;
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;

@@ -144,7 +144,7 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   for (const ParamInfo& p : model.parameters())
     slices.push_back({static_cast<std::size_t>(p.offset), static_cast<std::size_t>(p.numel)});
   GradientBucketer bucketer(*ctx.gradients, model.grads(), slices,
-                            static_cast<std::size_t>(config.bucket_mb * 1024 * 1024));
+                            static_cast<std::size_t>(config.bucket_mb * 1024 * 1024), config.overlap);
   SoftmaxCrossEntropy loss(device);
 
   if (out) {
@@ -194,7 +194,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   bool stop = false;
   for (; pos.epoch < config.epochs && !stop; ++pos.epoch, pos.micro = 0) {
     const auto epoch_start = Clock::now();
-    double data_wait = 0.0;
+    double data_wait = 0.0, comm_wait = 0.0;
+    std::int64_t steps_here = 0;
     std::int64_t trained_here = 0;
     // A checkpoint taken after an epoch's last step but before its epoch line resumes straight to that line.
     if (pos.micro < steps_per_epoch * accum) loader.start_epoch(pos.epoch, pos.micro);
@@ -228,6 +229,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
         pos.micro += 1;
       }
       bucketer.finish();
+      comm_wait += bucketer.last_wait_seconds();
+      ++steps_here;
       optimizer->step(model.params(), model.grads(), schedule.lr_at(pos.step));
       pos.step += 1;
       bar.update(pos.epoch + 1, config.epochs, pos.micro / accum, steps_per_epoch,
@@ -273,6 +276,10 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
       m["samples_per_s"] = samples_per_s;
       m["epoch_s"] = epoch_seconds;
       m["data_wait_frac"] = train_seconds > 0 ? data_wait / train_seconds : 0.0;
+      // Rank 0's view: mean step time, and the time per step spent waiting for gradient all-reduces after
+      // backward (all of the communication without overlap; only the part not hidden with it).
+      m["step_s"] = steps_here ? train_seconds / static_cast<double>(steps_here) : 0.0;
+      m["comm_wait_s"] = steps_here ? comm_wait / static_cast<double>(steps_here) : 0.0;
       pos.metrics_jsonl += m.dump() + "\n";
       if (!config.metrics.empty()) write_file_atomically(config.metrics, pos.metrics_jsonl);
       if (out) {

@@ -60,6 +60,13 @@ enum class Backend { kHost, kNccl };
 const char* to_string(Backend backend);
 Backend parse_backend(std::string_view name);  // "host" | "nccl"
 
+// How the host backend moves bytes: kShm — one shared-memory segment mapped by every rank (all ranks on
+// one machine); kMpi — MPI point-to-point; kAuto — kShm when every rank shares this node (and the segment
+// can be made), otherwise kMpi.
+enum class HostTransport { kAuto, kShm, kMpi };
+const char* to_string(HostTransport transport);
+HostTransport parse_host_transport(std::string_view name);  // "auto" | "shm" | "mpi"
+
 struct CommOptions {
   Backend backend = Backend::kHost;
   // Every blocking wait gives up after this long and throws kTimeout naming the collective.
@@ -69,6 +76,8 @@ struct CommOptions {
   // host: run async calls on a per-communicator progress thread (only when MPI provides
   // MPI_THREAD_MULTIPLE). false, or less thread support: async calls run inline and return completed.
   bool progress_thread = true;
+  // host: the transport (see HostTransport). kShm throws kInvalidArgument when the ranks span nodes.
+  HostTransport host_transport = HostTransport::kAuto;
 };
 
 class Communicator {
@@ -104,5 +113,8 @@ class Communicator {
 
 // Builds the communicator over all ranks of the job (MpiRuntime must be alive).
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
+
+// What a communicator moves bytes with: "shm", "mpi" (host backend) or "nccl".
+const char* transport_name(const Communicator& comm);
 
 }  // namespace mirror::coll

@@ -43,6 +43,7 @@ struct TrainConfig {
   std::int64_t reference_batch = 64;
   // Communication.
   double bucket_mb = 25.0;
+  bool overlap = true;              // start each bucket during backward (false: all after backward)
   std::string backend = "auto";     // auto | host | nccl
   double timeout_s = 300.0;
   // Checkpoints, evaluation, output.
