@@ -26,9 +26,15 @@ echo "== 1/5 dependencies"
 scripts/install-deps.sh dataset-fashion-mnist python3-matplotlib
 echo "== 2/5 build"
 build="${BUILD_DIR:-build}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMIRROR_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
-bin="$root/$build"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+# An existing build directory keeps its settings (tests, CUDA); only the programs the demo runs are built.
+if [ -f "$build/CMakeCache.txt" ]; then
+  cmake "$build" >/dev/null
+else
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target trainer mirror-data mirror-eval mirror-ckpt mirrorrun >/dev/null
+bin="$build"
 trainer="$bin/trainer/tools/trainer"
 mirrorrun="$bin/launcher/mirrorrun"
 mirror_data="$bin/data/mirror-data"
