@@ -61,6 +61,25 @@ if [ "$status_build" = "ok" ]; then
   else
     status_bench="skipped (no GPU)"
   fi
+
+  status_train="skipped (no GPU)"
+  if [ "$gpus" -gt 0 ] 2>/dev/null; then
+    echo "== training throughput on 1 GPU: Mirror (cuBLAS) against PyTorch, same MLP, batch 256, 2 epochs"
+    data="$build/fmnist.h5"
+    [ -f "$data" ] || "$build/data/mirror-data" fashion-mnist --out "$data" >/dev/null
+    status_train=""
+    for hidden in 512,256 2048,2048; do
+      m="$(mpirun -np 1 "${mpiflags[@]}" "$build/trainer/tools/trainer" --data "$data" --device cuda \
+             --model "mlp:$hidden" --batch-size 256 --epochs 2 --eval-every 0 --progress off \
+             --metrics "$log.train.jsonl" >/dev/null 2>"$log.train.err" &&
+           python3 -c "import json; print(round(json.loads(open('$log.train.jsonl').read().splitlines()[-1])['samples_per_s']))")" \
+        || { m="FAILED"; rc=1; }
+      t="$(python3 "$root/scripts/torch_mlp_gpu.py" --hidden "$hidden" --batch 256 --epochs 2 2>/dev/null |
+           python3 -c "import json,sys; print(round(json.loads(sys.stdin.read())['samples_per_s']))" 2>/dev/null || echo "n/a")"
+      echo "   mlp:$hidden  mirror $m samples/s   pytorch $t samples/s"
+      status_train="$status_train mlp:$hidden mirror $m / torch $t;"
+    done
+  fi
 fi
 
 echo
@@ -69,5 +88,6 @@ echo "   GPUs:      $gpus"
 echo "   build:     $status_build"
 echo "   tests:     $status_tests"
 echo "   nccl bench: $status_bench"
+echo "   training:  ${status_train:-not run}"
 echo "   result:    $([ $rc -eq 0 ] && echo PASS || echo FAIL)"
 exit $rc
