@@ -6,6 +6,7 @@ function(mirror_target_defaults target)
   if(MIRROR_SANITIZE)
     list(JOIN MIRROR_SANITIZE "," _san)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${_san} -fno-omit-frame-pointer>)
-    target_link_options(${target} PRIVATE -fsanitize=${_san})
+    # PUBLIC: a program (or an installed consumer) linking a sanitized static library needs the runtime too.
+    target_link_options(${target} PUBLIC -fsanitize=${_san})
   endif()
 endfunction()

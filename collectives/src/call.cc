@@ -1,6 +1,7 @@
 // call.cc — CollectiveCall description and validate_call(), the argument choke point of every backend.
 #include "call.h"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -52,6 +53,56 @@ std::string CollectiveCall::describe(int comm_size) const {
   if (reduces()) s << " " << (valid_op(op) ? to_string(op) : "?");
   if (kind == CallKind::kBroadcast) s << " root " << root;
   s << ", " << total_bytes(comm_size) << " bytes)";
+  return s.str();
+}
+
+bool CallFingerprint::same_call(const CallFingerprint& o) const {
+  if (kind != o.kind || seq != o.seq) return false;
+  if (kind == static_cast<std::uint8_t>(CallKind::kBarrier)) return true;
+  if (type != o.type || count != o.count) return false;
+  const auto k = static_cast<CallKind>(kind);
+  if ((k == CallKind::kAllreduce || k == CallKind::kReduceScatter) && op != o.op) return false;
+  return k != CallKind::kBroadcast || root == o.root;
+}
+
+std::string CallFingerprint::describe(bool with_seq) const {
+  const auto k = static_cast<CallKind>(kind);
+  std::ostringstream s;
+  s << to_string(k);
+  if (with_seq) s << " #" << seq;
+  if (k == CallKind::kBarrier) return s.str();
+  const auto t = static_cast<DataType>(type);
+  s << " " << (valid_dtype(t) ? to_string(t) : "?") << " x " << count;
+  if (k == CallKind::kAllreduce || k == CallKind::kReduceScatter) {
+    const auto o = static_cast<ReduceOp>(op);
+    s << " " << (valid_op(o) ? to_string(o) : "?");
+  }
+  if (k == CallKind::kBroadcast) s << " root " << root;
+  return s.str();
+}
+
+CallFingerprint fingerprint(const CollectiveCall& call, int from_rank) {
+  CallFingerprint f;
+  f.kind = static_cast<std::uint8_t>(call.kind);
+  f.type = static_cast<std::uint8_t>(call.type);
+  f.op = static_cast<std::uint8_t>(call.op);
+  f.flags = 1;
+  f.root = call.root;
+  f.from_rank = from_rank;
+  f.count = call.count;
+  f.seq = call.seq;
+  return f;
+}
+
+std::string mismatch_message(std::uint64_t seq, std::vector<CallFingerprint> calls) {
+  std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.from_rank < b.from_rank; });
+  std::ostringstream s;
+  s << "ranks issued mismatched collectives at #" << seq << ":";
+  const char* sep = " ";
+  for (const auto& c : calls) {
+    s << sep << "rank " << c.from_rank << " " << c.describe(c.seq != seq);
+    sep = ", ";
+  }
   return s.str();
 }
 

@@ -1,6 +1,9 @@
 // nccl_communicator.cc — NcclCommunicator: NCCL collectives on the communicator's own blocking CUDA
-// stream; waits poll the stream (or the op's event) and ncclCommGetAsyncError against the timeout; on an
-// NCCL error or a timeout the NCCL communicator is aborted before the error is raised.
+// stream; waits poll the stream (or the op's event), ncclCommGetAsyncError and the failure notices of the
+// other ranks (MpiNotices) against the timeout; on an NCCL error, a timeout or another rank's notice the NCCL
+// communicator is aborted, this rank announces its state and listens briefly, and the error raised names the
+// collective and the ranks that did not arrive (explain_collective_failure), or the mismatch when the ranks'
+// calls at one sequence number differ.
 #include "nccl_communicator.h"
 
 #include <mpi.h>
@@ -16,6 +19,7 @@
 #include "mirror/coll/device.h"
 #include "mirror/coll/runtime.h"
 #include "mpi_check.h"
+#include "mpi_transport.h"
 #include "nccl_check.h"
 #include "nccl_id_internal.h"
 
@@ -54,9 +58,21 @@ struct NcclState {
   int device = 0;
   bool aborted = false;
   std::string failure;  // why it was aborted
+  // The failure-notice channel (shared with outstanding Works; used by one thread at a time).
+  std::shared_ptr<MpiNotices> notices;
+  std::mutex notices_mu;
+  std::chrono::milliseconds timeout{0};
+  int rank = 0;
+  int size = 1;
 
-  // Aborts (once) and raises `kind` with `message`.
-  [[noreturn]] void fail(ErrorKind kind, const std::string& message, const char* file, int line) {
+  bool notices_pending() {
+    std::lock_guard lk(notices_mu);
+    return notices && notices->pending();
+  }
+
+  // Aborts (once) and raises `kind` with `message`; during `call`, explained by what the other ranks say.
+  [[noreturn]] void fail(ErrorKind kind, const std::string& message, const char* file, int line,
+                         const CollectiveCall* call = nullptr) {
     {
       std::lock_guard lk(mu);
       if (!aborted) {
@@ -66,7 +82,17 @@ struct NcclState {
         comm = nullptr;
       }
     }
-    throw Error(kind, message, file, line);
+    Error e(kind, message, file, line);
+    if (call && notices) {
+      std::lock_guard lk(notices_mu);
+      Error explained = explain_collective_failure(*notices, *call, e, timeout, size);
+      {
+        std::lock_guard lk2(mu);
+        failure = explained.message();
+      }
+      throw explained;
+    }
+    throw e;
   }
   void check_usable(const std::string& what) {
     std::lock_guard lk(mu);
@@ -77,9 +103,11 @@ struct NcclState {
   }
 };
 
-// Polls `query` (cudaEventQuery or cudaStreamQuery) and NCCL's async error until done or the timeout.
+// Polls `query` (cudaEventQuery or cudaStreamQuery), NCCL's async error and the other ranks' failure
+// notices until done or the timeout.
 template <typename Query>
-void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::milliseconds timeout) {
+void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::milliseconds timeout,
+              const CollectiveCall& call) {
   const auto start = Clock::now();
   const auto deadline = start + timeout;
   for (long polls = 0;; ++polls) {
@@ -87,7 +115,7 @@ void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) {
       (void)cudaGetLastError();
-      st.fail(ErrorKind::kCuda, what + ": CUDA reported " + cudaGetErrorString(q), __FILE__, __LINE__);
+      st.fail(ErrorKind::kCuda, what + ": CUDA reported " + cudaGetErrorString(q), __FILE__, __LINE__, &call);
     }
     ncclResult_t async = ncclSuccess;
     {
@@ -95,16 +123,19 @@ void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::
       if (st.comm) ncclCommGetAsyncError(st.comm, &async);
     }
     if (async != ncclSuccess && async != ncclInProgress) {
-      st.fail(ErrorKind::kNccl, what + ": NCCL reported " + ncclGetErrorString(async), __FILE__, __LINE__);
+      st.fail(ErrorKind::kNccl, what + ": NCCL reported " + ncclGetErrorString(async), __FILE__, __LINE__, &call);
     }
     const auto now = Clock::now();
     if (now >= deadline) {
       st.fail(ErrorKind::kTimeout,
               what + " timed out after " + std::to_string(timeout.count()) +
-                  " ms (a rank did not join this collective, or is stuck); the NCCL communicator was aborted",
-              __FILE__, __LINE__);
+                  " ms on rank " + std::to_string(st.rank) + "; the NCCL communicator was aborted",
+              __FILE__, __LINE__, &call);
     }
     if (polls < 64) continue;
+    if (polls % 16 == 0 && st.notices_pending()) {
+      st.fail(ErrorKind::kRemote, what + " stopped: another rank reported a failure", __FILE__, __LINE__, &call);
+    }
     if (now - start < std::chrono::milliseconds(2)) {
       std::this_thread::yield();
     } else {
@@ -115,14 +146,15 @@ void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::
 
 class NcclWork final : public Work::Impl {
  public:
-  NcclWork(std::shared_ptr<NcclState> st, cudaEvent_t ev, std::string what, std::chrono::milliseconds timeout)
-      : st_(std::move(st)), ev_(ev), what_(std::move(what)), timeout_(timeout) {}
+  NcclWork(std::shared_ptr<NcclState> st, cudaEvent_t ev, std::string what, std::chrono::milliseconds timeout,
+           const CollectiveCall& call)
+      : st_(std::move(st)), ev_(ev), what_(std::move(what)), timeout_(timeout), call_(call) {}
   ~NcclWork() override {
     if (ev_) cudaEventDestroy(ev_);
   }
   void wait() override {
     if (done_) return;
-    wait_for(*st_, [&] { return cudaEventQuery(ev_); }, what_, timeout_);
+    wait_for(*st_, [&] { return cudaEventQuery(ev_); }, what_, timeout_, call_);
     done_ = true;
   }
   bool done() override {
@@ -135,6 +167,7 @@ class NcclWork final : public Work::Impl {
   cudaEvent_t ev_ = nullptr;
   std::string what_;
   std::chrono::milliseconds timeout_;
+  CollectiveCall call_;
   std::atomic<bool> done_{false};
 };
 
@@ -216,6 +249,10 @@ NcclCommunicator::NcclCommunicator(const CommOptions& options) : options_(option
     MIRROR_THROW(kRemote, "nccl backend: another rank has no usable GPU; see its error");
   }
   state_->device = device;
+  state_->timeout = options_.timeout;
+  state_->rank = rank_;
+  state_->size = size_;
+  state_->notices = std::make_shared<MpiNotices>();  // collective: every rank got past the GPU check
   MIRROR_CHECK_CUDA(cudaSetDevice(device));
   const std::vector<std::uint8_t> id_bytes = broadcast_nccl_unique_id(mpi_comm_, 0);
   ncclUniqueId id;
@@ -241,6 +278,8 @@ NcclCommunicator::~NcclCommunicator() {
       state_->comm = nullptr;
       state_->aborted = true;
       state_->failure = "the communicator was destroyed";
+    } else if (state_->aborted && state_->notices) {
+      state_->notices->keep_comm_on_destroy();  // a failure: abandoned notices stay out of later communicators
     }
   }
   if (barrier_buf_) cudaFree(barrier_buf_);
@@ -283,11 +322,11 @@ Work NcclCommunicator::issue(CollectiveCall call, bool async) {
     try {
       launch(call);
     } catch (const Error& e) {
-      state_->fail(e.kind(), what + ": " + e.message(), __FILE__, __LINE__);
+      state_->fail(e.kind(), what + ": " + e.message(), __FILE__, __LINE__, &call);
     }
   }
   if (!async) {
-    wait_for(*state_, [&] { return cudaStreamQuery(stream_); }, what, options_.timeout);
+    wait_for(*state_, [&] { return cudaStreamQuery(stream_); }, what, options_.timeout, call);
     return Work();
   }
   cudaEvent_t ev = nullptr;
@@ -297,7 +336,7 @@ Work NcclCommunicator::issue(CollectiveCall call, bool async) {
     cudaEventDestroy(ev);
     MIRROR_CHECK_CUDA(rc);
   }
-  return Work(std::make_shared<NcclWork>(state_, ev, what, options_.timeout));
+  return Work(std::make_shared<NcclWork>(state_, ev, what, options_.timeout, call));
 }
 
 }  // namespace

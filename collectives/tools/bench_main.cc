@@ -9,6 +9,7 @@
 
 #include "bench_options.h"
 #include "bench_runner.h"
+#include "bench_stream.h"
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/runtime.h"
 #include "mirror/error.h"
@@ -30,10 +31,12 @@ const char* mpi_name(BenchOp op) {
   return "MPI";
 }
 
-void print_header(const BenchOptions& o, int ranks) {
-  std::printf("# mirror-bench %s: %d ranks, backend %s, type %s, redop %s, root %d, iters %d (fewer above 8 MiB), "
-              "warmup %d, check %s\n",
-              to_string(o.op), ranks, mirror::coll::to_string(o.backend), mirror::coll::to_string(o.type),
+void print_header(const BenchOptions& o, const mirror::coll::Communicator& comm) {
+  const int ranks = comm.size();
+  std::printf("# mirror-bench %s: %d ranks, backend %s (transport %s), type %s, redop %s, root %d, iters %d "
+              "(fewer above 8 MiB), warmup %d, check %s\n",
+              to_string(o.op), ranks, mirror::coll::to_string(o.backend), mirror::coll::transport_name(comm),
+              mirror::coll::to_string(o.type),
               mirror::coll::to_string(o.redop), o.root, o.iters, o.warmup, o.check ? "on" : "off");
   std::printf("# %45s %-33s %-33s %s\n", "", "out-of-place", "in-place", mpi_name(o.op));
   std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", "size", "count", "type",
@@ -84,10 +87,19 @@ int main(int argc, char** argv) {
     mirror::coll::CommOptions copts;
     copts.backend = o.backend;
     copts.timeout = std::chrono::milliseconds(o.timeout_ms);
+    copts.host_transport = o.transport;
     auto comm = mirror::coll::make_communicator(copts);
     MIRROR_CHECK(o.op != BenchOp::kBroadcast || (o.root >= 0 && o.root < comm->size()), kInvalidArgument,
                  "-r/--root " << o.root << " is out of range; expected 0.." << comm->size() - 1);
-    if (rank == 0) print_header(o, comm->size());
+    if (rank == 0) print_header(o, *comm);
+    if (o.stream_bytes > 0) {
+      const auto s = mirror::bench::measure_stream(o.stream_bytes, 5);
+      if (rank == 0) {
+        std::printf("# memory bandwidth (STREAM-like, all %d ranks at once, %zu-byte arrays, best of 5): "
+                    "copy %.2f GB/s, add %.2f GB/s (summed over ranks; copy counts 2, add 3 bytes per array byte)\n",
+                    comm->size(), o.stream_bytes, s.copy_gbs, s.add_gbs);
+      }
+    }
     mirror::bench::BenchRunner runner(o, *comm);
     nlohmann::json rows = nlohmann::json::array();
     long long wrong = 0;

@@ -130,6 +130,8 @@ int64_t check_split(hid_t root, const std::string& file, const ShardHeader& h, c
   h5::Id y = h5::open_dataset(root, yn, file);
   dtype = check_x_type(x.get(), file, xn);
   check_y_type(y.get(), file, yn);
+  h5::check_storage(x.get(), file, xn);
+  h5::check_storage(y.get(), file, yn);
   const auto xd = h5::dims_of(x.get());
   const auto yd = h5::dims_of(y.get());
   std::vector<int64_t> want{-1};

@@ -1,6 +1,7 @@
 // h5.cc — RAII wrappers and attribute helpers over the HDF5 C API (see h5.h).
 #include "h5.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace mirror::data::h5 {
@@ -81,6 +82,75 @@ std::vector<int64_t> dims_of(hid_t dset) {
   std::vector<hsize_t> d(static_cast<std::size_t>(rank));
   MIRROR_CHECK_HDF5(H5Sget_simple_extent_dims(space.get(), d.data(), nullptr), "reading a dataset's dims");
   return std::vector<int64_t>(d.begin(), d.end());
+}
+
+void check_storage(hid_t dset, const std::string& file, const std::string& name) {
+  QuietErrors quiet;
+  Id space = dataset_space(dset);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  MIRROR_CHECK_HDF5(rank, "reading the rank of '" << name << "' in '" << file << "'");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank)), maxdims(static_cast<std::size_t>(rank));
+  MIRROR_CHECK_HDF5(H5Sget_simple_extent_dims(space.get(), dims.data(), maxdims.data()), "reading dims");
+  Id type = dataset_type(dset);
+  const std::size_t elem = H5Tget_size(type.get());
+  MIRROR_CHECK(elem > 0, kFormat, "file '" << file << "' dataset '" << name << "' has an element size of 0");
+  Id plist(H5Dget_create_plist(dset), H5Pclose);
+  MIRROR_CHECK_HDF5(plist.get(), "reading the creation properties of '" << name << "' in '" << file << "'");
+  const H5D_layout_t layout = H5Pget_layout(plist.get());
+  const std::string what = "file '" + file + "' dataset '" + name + "'";
+  if (layout == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(static_cast<std::size_t>(rank) + 1, 0);
+    const int crank = H5Pget_chunk(plist.get(), rank + 1, chunk.data());
+    MIRROR_CHECK(crank == rank, kFormat, what << " has chunks of rank " << crank << "; expected rank " << rank
+                                             << " like its dataspace (damaged layout?)");
+    double chunk_bytes = static_cast<double>(elem);
+    for (int i = 0; i < rank; ++i) {
+      const hsize_t limit = maxdims[i] == H5S_UNLIMITED ? H5S_UNLIMITED : std::max<hsize_t>(maxdims[i], 1);
+      MIRROR_CHECK(chunk[i] >= 1 && chunk[i] <= limit, kFormat,
+                   what << ": chunk dimension " << i << " is " << chunk[i] << " for a dataset dimension of " << dims[i]
+                        << "; expected 1 .. " << std::max<hsize_t>(maxdims[i], 1) << " (damaged layout?)");
+      chunk_bytes *= static_cast<double>(chunk[i]);
+    }
+    MIRROR_CHECK(chunk_bytes < 4294967296.0, kFormat,
+                 what << ": chunks of " << chunk_bytes << " bytes; expected less than 4 GiB (damaged layout?)");
+    // Unfiltered chunks are stored at full size; HDF5 1.10 copies a whole chunk out of a buffer of the size
+    // its chunk index records, so a smaller recorded size reads past that buffer. Check every chunk.
+    if (H5Pget_nfilters(plist.get()) == 0) {
+      std::vector<hsize_t> grid(static_cast<std::size_t>(rank)), offset(static_cast<std::size_t>(rank), 0);
+      double chunks = 1;
+      for (int i = 0; i < rank; ++i) {
+        grid[i] = (dims[i] + chunk[i] - 1) / chunk[i];
+        chunks *= static_cast<double>(grid[i]);
+      }
+      // Bounded so that opening stays fast (about a second per million chunks); Mirror's writer makes
+      // chunks of ~256 KiB, so only a dataset of more than 256 GiB per file goes unchecked.
+      for (bool more = chunks > 0 && chunks <= (1 << 20); more;) {
+        hsize_t nbytes = 0;
+        MIRROR_CHECK(H5Dget_chunk_storage_size(dset, offset.data(), &nbytes) >= 0 &&
+                         (nbytes == 0 || static_cast<double>(nbytes) == chunk_bytes),
+                     kFormat, what << ": the chunk at row " << offset[0] << " is stored in " << nbytes
+                                   << " bytes; expected " << chunk_bytes << " (damaged chunk index?)");
+        more = false;
+        for (int i = rank - 1; i >= 0 && !more; --i) {  // the next chunk, last dimension fastest
+          offset[i] += chunk[i];
+          if (offset[i] < dims[i]) more = true;
+          else offset[i] = 0;
+        }
+      }
+    }
+  } else if (layout == H5D_COMPACT || layout == H5D_CONTIGUOUS) {
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    MIRROR_CHECK_HDF5(n, "counting the elements of '" << name << "' in '" << file << "'");
+    const hsize_t stored = H5Dget_storage_size(dset);
+    const double expected = static_cast<double>(n) * static_cast<double>(elem);
+    // Contiguous storage may be unallocated (0 bytes: every element is the fill value).
+    MIRROR_CHECK(static_cast<double>(stored) == expected || (layout == H5D_CONTIGUOUS && stored == 0), kFormat,
+                 what << " stores " << stored << " bytes for " << n << " elements of " << elem
+                      << " bytes; expected " << expected << " (damaged layout?)");
+  } else {
+    MIRROR_THROW(kFormat, what << " has storage layout " << static_cast<int>(layout)
+                               << "; expected chunked, contiguous or compact storage");
+  }
 }
 
 namespace {

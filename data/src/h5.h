@@ -73,6 +73,11 @@ Id open_dataset(hid_t loc, const std::string& path, const std::string& file,
 Id dataset_space(hid_t dset);
 Id dataset_type(hid_t dset);
 std::vector<int64_t> dims_of(hid_t dset);
+// Checks a dataset's storage layout against its dataspace before any of its data is read: chunk dimensions
+// within the dataset's (fixed) dimensions and at most HDF5's 4 GiB per chunk, compact/contiguous storage of
+// exactly the dataspace's size. HDF5 1.10 trusts these fields of the file and reads out of bounds on a file
+// whose layout disagrees with its dataspace (docs/robustness.md). Throws kFormat naming `name` in `file`.
+void check_storage(hid_t dset, const std::string& file, const std::string& name);
 
 // Attributes on an object (group or file root). The readers return nullopt when the attribute is absent
 // and throw kFormat when it exists with a different type class or element count.

@@ -86,9 +86,21 @@ class Reader {
       MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is missing; not a complete Mirror checkpoint");
     return h5::Handle(MIRROR_CHECK_HDF5(H5Aopen(obj_, name, H5P_DEFAULT), path_ << " attribute " << name), H5Aclose);
   }
+  // The attribute's dataspace must hold exactly one element: H5Aread writes all of them into the buffer.
+  void check_one_element(hid_t attr, const char* name) const {
+    h5::Handle space(MIRROR_CHECK_HDF5(H5Aget_space(attr), path_ << " attribute " << name), H5Sclose);
+    if (H5Sget_simple_extent_npoints(space.get()) != 1)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' holds " << H5Sget_simple_extent_npoints(space.get())
+                                  << " elements; expected one");
+  }
   template <typename T>
   T scalar(const char* name, hid_t mem_type) const {
     h5::Handle attr = open(name);
+    check_one_element(attr.get(), name);
+    h5::Handle file_type(MIRROR_CHECK_HDF5(H5Aget_type(attr.get()), path_ << " attribute " << name), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(file_type.get());
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is not a number");
     T v{};
     MIRROR_CHECK_HDF5(H5Aread(attr.get(), mem_type, &v), path_ << " attribute " << name);
     return v;
@@ -103,6 +115,7 @@ class Reader {
     h5::Handle ds(MIRROR_CHECK_HDF5(H5Dopen2(obj_, name, H5P_DEFAULT), path_ << " " << name), H5Dclose);
     h5::Handle space(MIRROR_CHECK_HDF5(H5Dget_space(ds.get()), path_ << " " << name), H5Sclose);
     if (H5Sget_simple_extent_ndims(space.get()) != 1) MIRROR_THROW(kFormat, path_ << ": " << name << " is not 1-D text");
+    h5::check_storage(ds.get(), path_ + " " + name);
     hsize_t n = 0;
     MIRROR_CHECK_HDF5(H5Sget_simple_extent_dims(space.get(), &n, nullptr), path_ << " " << name);
     if (n > (hsize_t{1} << 30)) MIRROR_THROW(kFormat, path_ << ": " << name << " claims " << n << " bytes");
@@ -117,7 +130,10 @@ class Reader {
     h5::Handle file_type(MIRROR_CHECK_HDF5(H5Aget_type(attr.get()), path_ << " attribute " << name), H5Tclose);
     if (H5Tget_class(file_type.get()) != H5T_STRING || H5Tis_variable_str(file_type.get()) > 0)
       MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is not a fixed-length string");
+    check_one_element(attr.get(), name);
     const std::size_t size = H5Tget_size(file_type.get());
+    if (size == 0 || size > (std::size_t{1} << 20))
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is a string of " << size << " bytes");
     std::string v(size, '\0');
     MIRROR_CHECK_HDF5(H5Aread(attr.get(), file_type.get(), v.data()), path_ << " attribute " << name);
     v.resize(std::strlen(v.c_str()));
@@ -180,10 +196,13 @@ std::vector<NamedTensor> read_tensors(hid_t file, const char* group_name, const 
     t.name = name;
     std::size_t numel = 1;
     for (hsize_t d : dims) {
+      // Checked per dimension: the product of unchecked dimensions can wrap around to a small number.
+      if (d != 0 && numel > (std::size_t{1} << 34) / d)
+        MIRROR_THROW(kFormat, where << " claims more than 2^34 elements (dimension " << d << ")");
       t.shape.push_back(static_cast<std::int64_t>(d));
       numel *= d;
     }
-    if (numel > (std::size_t{1} << 34)) MIRROR_THROW(kFormat, where << " claims " << numel << " elements");
+    h5::check_storage(ds.get(), where);
     t.values.resize(numel);
     if (numel > 0)
       MIRROR_CHECK_HDF5(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.values.data()),

@@ -78,6 +78,11 @@ struct CommOptions {
   bool progress_thread = true;
   // host: the transport (see HostTransport). kShm throws kInvalidArgument when the ranks span nodes.
   HostTransport host_transport = HostTransport::kAuto;
+  // host: check that all ranks issue the same collective (op, dtype, count, reduction, root, order) by
+  // sending a 32-byte fingerprint ahead of each collective's first message to each peer; a mismatch fails
+  // on every rank with kInvalidArgument naming each rank's call. Off only to measure its cost (the
+  // environment variable MIRROR_CHECK_COLLECTIVES=0 also turns it off).
+  bool check_consistency = true;
 };
 
 class Communicator {

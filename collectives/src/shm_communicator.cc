@@ -1,0 +1,244 @@
+// shm_communicator.cc — ShmCommunicator: the shared-memory algorithms, sequencing, failure latch.
+#include "shm_communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "shm_reduce.h"
+
+namespace mirror::coll::detail {
+namespace {
+
+std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::size_t ShmCommunicator::segment_bytes(int size) {
+  return ShmControl::bytes(size) + static_cast<std::size_t>(size) * 2 * kShmSlotBytes;
+}
+
+ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options)
+    : segment_(std::move(segment)),
+      control_(segment_->data(), rank, size),
+      data_(segment_->data() + ShmControl::bytes(size)),
+      options_(options),
+      rank_(rank),
+      size_(size) {
+  MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
+  MIRROR_CHECK(options_.timeout.count() > 0, kInvalidArgument,
+               "CommOptions.timeout must be > 0 ms, got " << options_.timeout.count());
+  queue_ = std::make_unique<OpQueue>(options_.progress_thread, options_.timeout);
+}
+
+ShmCommunicator::~ShmCommunicator() { queue_.reset(); }
+
+unsigned char* ShmCommunicator::slot(int q) const {
+  return data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
+}
+
+Work ShmCommunicator::issue(CollectiveCall call, bool async) {
+  validate_call(call, rank_, size_);
+  std::lock_guard lk(issue_mu_);
+  call.seq = next_seq_++;
+  auto fn = [this, call] { execute(call); };
+  if (async) return queue_->submit(call.describe(size_), std::move(fn));
+  queue_->run([&call, n = size_] { return call.describe(n); }, std::move(fn));
+  return Work();
+}
+
+void ShmCommunicator::execute(const CollectiveCall& call) {
+  OpContext ctx;
+  ctx.seq = call.seq;
+  ctx.timeout = options_.timeout;
+  ctx.describe = [&call, n = size_] { return call.describe(n); };
+  {
+    std::lock_guard lk(failure_mu_);
+    if (!failure_.empty()) {
+      throw Error(failure_kind_, ctx.describe() + " refused: the communicator is unusable after an earlier failure: " +
+                                     failure_, __FILE__, __LINE__);
+    }
+  }
+  ctx.deadline = Clock::now() + options_.timeout;
+  try {
+    control_.publish(call);
+    first_step_ = true;
+    switch (call.kind) {
+      case CallKind::kAllreduce: do_allreduce(call, ctx); break;
+      case CallKind::kBroadcast: do_broadcast(call, ctx); break;
+      case CallKind::kAllgather: do_allgather(call, ctx); break;
+      case CallKind::kReduceScatter: do_reduce_scatter(call, ctx); break;
+      case CallKind::kBarrier: step(call, ctx); break;
+    }
+  } catch (const Error& e) {
+    std::lock_guard lk(failure_mu_);
+    if (failure_.empty()) {
+      failure_ = e.message();
+      failure_kind_ = e.kind();
+    }
+    throw;
+  }
+}
+
+void ShmCommunicator::step(const CollectiveCall& call, const OpContext& ctx) {
+  ++phase_;
+  control_.signal(phase_);
+  control_.wait_all(phase_, ctx);
+  if (first_step_) {
+    first_step_ = false;
+    if (options_.check_consistency) control_.check_agreement(call);
+  }
+}
+
+void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
+  const auto* send = static_cast<const unsigned char*>(call.send);
+  auto* recv = static_cast<unsigned char*>(call.recv);
+  if (count == 0) return step(call, ctx);
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  if (bytes <= kShmSlotBytes &&
+      (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
+    // One copy in, one sync, everyone reduces everything.
+    std::memcpy(slot(rank_), send, bytes);
+    step(call, ctx);
+    for (int q = 0; q < size_; ++q) srcs[q] = slot(q);
+    shm_reduce(recv, nullptr, srcs.data(), size_, count, call.type, call.op, size_);
+    next_use();
+    return;
+  }
+  // Pipelined reduce-scatter + all-gather, one synchronisation per step: between syncs j-1 and j a rank
+  // copies out the chunks reduced in step j-2, reduces its chunk of step j-1, and copies in step j. Each
+  // rank's chunk has a fixed region in every buffer, so copying in step j (regions of the other ranks'
+  // chunks) never touches what the others are still copying out of the same buffer (this rank's region).
+  const std::size_t region = kShmSlotBytes / static_cast<std::size_t>(size_) / 64 * 64;
+  const std::size_t cap = region / es, per_step = cap * static_cast<std::size_t>(size_);
+  const std::size_t steps = ceil_div(count, per_step);
+  const std::uint64_t use0 = use_;
+  auto buffer = [&](int q, std::size_t j) {
+    return data_ + (static_cast<std::size_t>(q) * 2 + ((use0 + j) & 1)) * kShmSlotBytes;
+  };
+  // Elements [*lo, *hi) of the message that are rank q's chunk in step j.
+  auto range = [&](std::size_t j, int q, std::size_t* lo, std::size_t* hi) {
+    const std::size_t b = j * per_step, m = std::min(per_step, count - b);
+    *lo = b + std::min(static_cast<std::size_t>(q) * cap, m);
+    *hi = b + std::min(static_cast<std::size_t>(q + 1) * cap, m);
+  };
+  const std::size_t r_off = static_cast<std::size_t>(rank_) * region;
+  auto copy_in = [&](std::size_t j) {
+    for (int q = 0; q < size_; ++q) {
+      std::size_t lo = 0, hi = 0;
+      range(j, q, &lo, &hi);
+      if (q != rank_ && hi > lo) std::memcpy(buffer(rank_, j) + q * region, send + lo * es, (hi - lo) * es);
+    }
+  };
+  auto reduce_own = [&](std::size_t j) {
+    std::size_t lo = 0, hi = 0;
+    range(j, rank_, &lo, &hi);
+    if (hi == lo) return;
+    for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? send + lo * es : buffer(q, j) + r_off;
+    shm_reduce(buffer(rank_, j) + r_off, recv + lo * es, srcs.data(), size_, hi - lo, call.type, call.op, size_);
+  };
+  auto copy_out = [&](std::size_t j) {
+    for (int q = 0; q < size_; ++q) {
+      std::size_t lo = 0, hi = 0;
+      range(j, q, &lo, &hi);
+      if (q != rank_ && hi > lo) std::memcpy(recv + lo * es, buffer(q, j) + q * region, (hi - lo) * es);
+    }
+  };
+  for (std::size_t j = 0; j <= steps; ++j) {
+    if (j >= 2) copy_out(j - 2);
+    if (j >= 1) reduce_own(j - 1);
+    if (j < steps) copy_in(j);
+    step(call, ctx);
+  }
+  copy_out(steps - 1);
+  use_ += steps;
+}
+
+void ShmCommunicator::do_broadcast(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t bytes = call.count * dtype_size(call.type);
+  auto* buf = static_cast<unsigned char*>(call.recv);
+  if (bytes == 0) return step(call, ctx);
+  for (std::size_t off = 0; off < bytes; off += kShmSlotBytes) {
+    const std::size_t len = std::min(kShmSlotBytes, bytes - off);
+    if (rank_ == call.root) std::memcpy(slot(rank_), buf + off, len);
+    step(call, ctx);
+    if (rank_ != call.root) std::memcpy(buf + off, slot(call.root), len);
+    next_use();
+  }
+}
+
+void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), count = call.count;
+  const auto* send = static_cast<const unsigned char*>(call.send);
+  auto* recv = static_cast<unsigned char*>(call.recv);
+  if (count == 0) return step(call, ctx);
+  unsigned char* own = recv + static_cast<std::size_t>(rank_) * count * es;
+  if (send != own) std::memcpy(own, send, count * es);
+  const std::size_t per_step = kShmSlotBytes / es;
+  for (std::size_t b = 0; b < count; b += per_step) {
+    const std::size_t m = std::min(per_step, count - b);
+    if (size_ > 1) std::memcpy(slot(rank_), send + b * es, m * es);
+    step(call, ctx);
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) std::memcpy(recv + (static_cast<std::size_t>(q) * count + b) * es, slot(q), m * es);
+    }
+    next_use();
+  }
+}
+
+void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), rc = call.count;
+  const auto* send = static_cast<const unsigned char*>(call.send);
+  auto* recv = static_cast<unsigned char*>(call.recv);
+  if (rc == 0) return step(call, ctx);
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  const std::size_t per_step = kShmSlotBytes / (es * static_cast<std::size_t>(size_));
+  for (std::size_t b = 0; b < rc; b += per_step) {
+    const std::size_t m = std::min(per_step, rc - b);
+    // Blocks the other ranks reduce go through the buffer; this rank's own block is read in place.
+    for (int q = 0; q < size_; ++q) {
+      if (q != rank_) std::memcpy(slot(rank_) + q * m * es, send + (q * rc + b) * es, m * es);
+    }
+    step(call, ctx);
+    for (int q = 0; q < size_; ++q) {
+      srcs[q] = q == rank_ ? static_cast<const void*>(send + (rank_ * rc + b) * es) : slot(q) + rank_ * m * es;
+    }
+    shm_reduce(recv + b * es, nullptr, srcs.data(), size_, m, call.type, call.op, size_);
+    next_use();
+  }
+}
+
+// --- the public calls: build the CollectiveCall and issue it ---
+
+void ShmCommunicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
+  issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, false);
+}
+Work ShmCommunicator::allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
+  return issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, true);
+}
+void ShmCommunicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
+  issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, false);
+}
+Work ShmCommunicator::broadcast_async(void* buf, std::size_t count, DataType type, int root) {
+  return issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, true);
+}
+void ShmCommunicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
+  issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, false);
+}
+Work ShmCommunicator::allgather_async(const void* send, void* recv, std::size_t count, DataType type) {
+  return issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, true);
+}
+void ShmCommunicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+                                     ReduceOp op) {
+  issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, false);
+}
+Work ShmCommunicator::reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
+                                           ReduceOp op) {
+  return issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, true);
+}
+void ShmCommunicator::barrier() {
+  issue({CallKind::kBarrier, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0, 0}, false);
+}
+
+}  // namespace mirror::coll::detail

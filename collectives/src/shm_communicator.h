@@ -1,0 +1,102 @@
+// shm_communicator.h — ShmCommunicator: the host backend over shared memory, for ranks on one machine.
+//
+// Every rank owns two staging buffers (alternating between steps) of kShmSlotBytes in one segment
+// (shm_segment.h) behind the synchronisation block (shm_control.h). Algorithms, pipelined in steps of at
+// most one buffer so large messages need no segment as large as the message:
+//   allreduce <= 64 KiB (or bytes x ranks <= 4 MiB): each rank copies its input into its buffer; one
+//     sync; each rank reduces all buffers into its output (one copy in, one read of every input; a
+//     single synchronisation).
+//   allreduce (larger): reduce-scatter + all-gather through the buffers, pipelined with ONE sync per step:
+//     each rank copies in the chunks the OTHER ranks reduce; sync; rank r reduces chunk r (its own from
+//     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
+//     buffer, and copies in the next step; sync; each rank copies the other ranks' reduced chunks out
+//     (overlapped with the next reduction). Per rank and message byte: reads 2(n-1)/n + 1, writes
+//     2(n-1)/n + 2/n (n = 2: 2 and 2).
+//   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
+//   allgather: copy in; sync; copy every other rank's block out. broadcast: root copies in; sync; copy out.
+//   barrier: one sync.
+// Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
+// Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
+// on its progress thread: no MPI is called after construction, so any MPI thread level works). Failure
+// latch as HostCommunicator: after a timeout or mismatch every later call throws, naming the first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "call.h"
+#include "mirror/coll/communicator.h"
+#include "mirror/error.h"
+#include "op_queue.h"
+#include "shm_control.h"
+#include "shm_segment.h"
+#include "transport.h"
+
+namespace mirror::coll::detail {
+
+// Bytes of one staging buffer (each rank has two): the pipeline step of large collectives.
+constexpr std::size_t kShmSlotBytes = std::size_t{2} << 20;
+// Allreduces take the single-sync path up to 64 KiB, and while bytes x ranks (what each rank reads)
+// stays within kShmSingleSyncReadBytes: fewer synchronisations matter more than the extra reads there,
+// above all on a loaded machine where every synchronisation risks waiting for a descheduled rank.
+constexpr std::size_t kShmSmallBytes = 64 * 1024;
+constexpr std::size_t kShmSingleSyncReadBytes = std::size_t{4} << 20;
+
+class ShmCommunicator final : public Communicator {
+ public:
+  // Segment bytes needed for `size` ranks.
+  static std::size_t segment_bytes(int size);
+
+  ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
+  ~ShmCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::kHost; }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
+  Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root) override;
+  Work broadcast_async(void* buf, std::size_t count, DataType type, int root) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type) override;
+  Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) override;
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op) override;
+  Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
+                            ReduceOp op) override;
+  void barrier() override;
+
+ private:
+  Work issue(CollectiveCall call, bool async);
+  void execute(const CollectiveCall& call);  // on the executing thread, one op at a time
+  void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
+  void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
+  void do_allgather(const CollectiveCall& call, const OpContext& ctx);
+  void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
+  // Every rank has finished its writes of this step; the first step of a call also checks that all
+  // ranks issued the same call.
+  void step(const CollectiveCall& call, const OpContext& ctx);
+  // Rank q's staging buffer for the current step (the two alternate with use_).
+  unsigned char* slot(int q) const;
+  void next_use() { ++use_; }
+
+  std::unique_ptr<ShmSegment> segment_;
+  ShmControl control_;
+  unsigned char* data_;  // first staging buffer
+  CommOptions options_;
+  int rank_;
+  int size_;
+  // Executing thread only:
+  std::uint64_t phase_ = 0;  // last phase signalled (the same on every rank)
+  std::uint64_t use_ = 0;    // staging buffer uses so far (parity picks the buffer)
+  bool first_step_ = false;
+  std::uint64_t next_seq_ = 0;  // guarded by issue_mu_
+  std::mutex issue_mu_;
+  std::mutex failure_mu_;
+  std::string failure_;  // first failure; empty while healthy
+  ErrorKind failure_kind_ = ErrorKind::kInternal;
+  std::unique_ptr<OpQueue> queue_;  // last member: destroyed (thread joined) first
+};
+
+}  // namespace mirror::coll::detail

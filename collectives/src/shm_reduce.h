@@ -1,0 +1,29 @@
+// shm_reduce.h — the shared-memory backend's reduction kernel: combines the same element range of every
+// rank's slot (rank order, so every rank computes bit-identical results) in one pass, in cache-sized
+// blocks. float16/bfloat16 are widened to float32, reduced and rounded once. Compiled twice: a baseline
+// build and an AVX2 build (shm_reduce_avx2.cc, -mavx2), chosen at run time with __builtin_cpu_supports.
+// Semantics are those of reduce.h: integer sum/prod wrap, avg divides by `ranks` (integers truncate).
+#pragma once
+
+#include <cstddef>
+
+#include "mirror/coll/types.h"
+
+namespace mirror::coll::detail {
+
+// dst[i] (and dst2[i] unless null) = srcs[0][i] op srcs[1][i] op ... op srcs[nsrc-1][i], then divided by
+// `ranks` for kAvg. Any type, 16-bit included. dst and dst2 may each be exactly one of the sources
+// (every block is read from all sources before it is written); partial overlaps are not allowed.
+void shm_reduce(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
+                ReduceOp op, int ranks);
+
+// "avx2" or "generic": which build of the kernel shm_reduce uses on this CPU.
+const char* shm_reduce_isa();
+
+// The two builds (same source, shm_reduce_kernels.h); shm_reduce dispatches between them.
+void shm_reduce_generic(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
+                        ReduceOp op, int ranks);
+void shm_reduce_avx2(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
+                     ReduceOp op, int ranks);
+
+}  // namespace mirror::coll::detail

@@ -1,0 +1,153 @@
+// shm_reduce_kernels.h — the body of the shared-memory reduction kernel, included by exactly two files
+// (shm_reduce.cc: baseline ISA; shm_reduce_avx2.cc: -mavx2). Everything here has internal linkage, so the
+// two builds never get mixed by the linker. Loops are plain and __restrict-qualified so -O3 vectorises
+// them; results do not depend on the ISA (no FMA contraction: only one operation per element and step).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "mirror/coll/half.h"
+#include "mirror/coll/types.h"
+#include "mirror/error.h"
+
+namespace mirror::coll::detail {
+namespace {
+
+constexpr std::size_t kKernelBlock = 2048;  // elements per block: the accumulator stays in L1
+
+template <typename T>
+struct AddOp {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
+};
+template <typename T>
+struct MulOp {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
+    }
+  }
+};
+template <typename T>
+struct MinOp {
+  T operator()(T a, T b) const { return std::min(a, b); }
+};
+template <typename T>
+struct MaxOp {
+  T operator()(T a, T b) const { return std::max(a, b); }
+};
+
+template <typename T, typename F>
+inline void combine2(T* __restrict acc, const T* __restrict a, const T* __restrict b, std::size_t n, F f) {
+  for (std::size_t i = 0; i < n; ++i) acc[i] = f(a[i], b[i]);
+}
+template <typename T, typename F>
+inline void combine_into(T* __restrict acc, const T* __restrict s, std::size_t n, F f) {
+  for (std::size_t i = 0; i < n; ++i) acc[i] = f(acc[i], s[i]);
+}
+template <typename T>
+inline void divide(T* __restrict acc, std::size_t n, int ranks) {
+  const T d = static_cast<T>(ranks);
+  for (std::size_t i = 0; i < n; ++i) acc[i] = acc[i] / d;
+}
+
+// Same-width types: accumulate one block from every source, then store it.
+template <typename T, typename F>
+void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks) {
+  alignas(64) T acc[kKernelBlock];
+  for (std::size_t b = 0; b < count; b += kKernelBlock) {
+    const std::size_t n = std::min(kKernelBlock, count - b);
+    const T* s0 = static_cast<const T*>(srcs[0]) + b;
+    if (nsrc == 1) {
+      std::memcpy(acc, s0, n * sizeof(T));
+    } else {
+      combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
+    }
+    for (int k = 2; k < nsrc; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
+    if (avg && ranks > 1) divide(acc, n, ranks);
+    std::memcpy(dst + b, acc, n * sizeof(T));
+    if (dst2 != nullptr) std::memcpy(dst2 + b, acc, n * sizeof(T));
+  }
+}
+
+// 16-bit types: widen each source block to float32, reduce, round once.
+template <typename F>
+void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* srcs, int nsrc, std::size_t count,
+                  DataType type, F f, bool avg, int ranks) {
+  alignas(64) float acc[kKernelBlock];
+  alignas(64) float tmp[kKernelBlock];
+  alignas(64) std::uint16_t out[kKernelBlock];
+  const bool half = type == DataType::kFloat16;
+  auto widen = [half](const std::uint16_t* in, float* o, std::size_t n) {
+    if (half) half_to_float(in, o, n); else bfloat16_to_float(in, o, n);
+  };
+  for (std::size_t b = 0; b < count; b += kKernelBlock) {
+    const std::size_t n = std::min(kKernelBlock, count - b);
+    widen(static_cast<const std::uint16_t*>(srcs[0]) + b, acc, n);
+    for (int k = 1; k < nsrc; ++k) {
+      widen(static_cast<const std::uint16_t*>(srcs[k]) + b, tmp, n);
+      combine_into(acc, tmp, n, f);
+    }
+    if (avg && ranks > 1) divide(acc, n, ranks);
+    if (half) float_to_half(acc, out, n); else float_to_bfloat16(acc, out, n);
+    std::memcpy(dst + b, out, n * sizeof(std::uint16_t));
+    if (dst2 != nullptr) std::memcpy(dst2 + b, out, n * sizeof(std::uint16_t));
+  }
+}
+
+template <typename T>
+void reduce_dispatch_op(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, ReduceOp op,
+                        int ranks) {
+  auto* d = static_cast<T*>(dst);
+  auto* d2 = static_cast<T*>(dst2);
+  switch (op) {
+    case ReduceOp::kSum: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, false, ranks);
+    case ReduceOp::kAvg: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, true, ranks);
+    case ReduceOp::kMin: return reduce_typed(d, d2, srcs, nsrc, count, MinOp<T>{}, false, ranks);
+    case ReduceOp::kMax: return reduce_typed(d, d2, srcs, nsrc, count, MaxOp<T>{}, false, ranks);
+    case ReduceOp::kProd: return reduce_typed(d, d2, srcs, nsrc, count, MulOp<T>{}, false, ranks);
+  }
+  MIRROR_THROW(kInvalidArgument, "unknown reduction value " << static_cast<int>(op));
+}
+
+void reduce_dispatch_16bit(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
+                           ReduceOp op, int ranks) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  auto* d2 = static_cast<std::uint16_t*>(dst2);
+  switch (op) {
+    case ReduceOp::kSum: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, false, ranks);
+    case ReduceOp::kAvg: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, true, ranks);
+    case ReduceOp::kMin: return reduce_16bit(d, d2, srcs, nsrc, count, type, MinOp<float>{}, false, ranks);
+    case ReduceOp::kMax: return reduce_16bit(d, d2, srcs, nsrc, count, type, MaxOp<float>{}, false, ranks);
+    case ReduceOp::kProd: return reduce_16bit(d, d2, srcs, nsrc, count, type, MulOp<float>{}, false, ranks);
+  }
+  MIRROR_THROW(kInvalidArgument, "unknown reduction value " << static_cast<int>(op));
+}
+
+void reduce_any(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
+                ReduceOp op, int ranks) {
+  switch (type) {
+    case DataType::kFloat32: return reduce_dispatch_op<float>(dst, dst2, srcs, nsrc, count, op, ranks);
+    case DataType::kFloat64: return reduce_dispatch_op<double>(dst, dst2, srcs, nsrc, count, op, ranks);
+    case DataType::kInt32: return reduce_dispatch_op<std::int32_t>(dst, dst2, srcs, nsrc, count, op, ranks);
+    case DataType::kInt64: return reduce_dispatch_op<std::int64_t>(dst, dst2, srcs, nsrc, count, op, ranks);
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return reduce_dispatch_16bit(dst, dst2, srcs, nsrc, count, type, op, ranks);
+  }
+  MIRROR_THROW(kInvalidArgument, "unknown data type value " << static_cast<int>(type));
+}
+
+}  // namespace
+}  // namespace mirror::coll::detail

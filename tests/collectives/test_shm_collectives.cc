@@ -1,0 +1,188 @@
+// test_shm_collectives.cc — the host backend's transports forced explicitly (shm: shared memory, mpi:
+// MPI point-to-point): every op x dtype x reduction x in-place/out-of-place x counts {0, 1, 7, 1000},
+// broadcast from every root, counts around the 64 KiB small-message threshold and odd counts larger than
+// one staging buffer (pipelined steps), each against a serial reference on every rank. Also: auto picks
+// shm when all ranks share the node, and no /dev/shm entry of this job outlives make_communicator.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collective_checks.h"
+#include "mirror/coll/communicator.h"
+#include "mirror/coll/half.h"
+#include "mirror/error.h"
+
+namespace mirror::coll::testing {
+namespace {
+
+std::map<HostTransport, std::unique_ptr<Communicator>>& comms() {
+  static std::map<HostTransport, std::unique_ptr<Communicator>> m;
+  return m;
+}
+
+// Made once per transport, on first use (every rank reaches the same first use); destroyed before MPI ends.
+Communicator& comm(HostTransport t) {
+  auto& c = comms()[t];
+  if (!c) {
+    CommOptions o;
+    o.timeout = std::chrono::seconds(60);
+    o.host_transport = t;
+    c = make_communicator(o);
+  }
+  return *c;
+}
+
+class ShmEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { comms().clear(); }
+};
+[[maybe_unused]] ::testing::Environment* const kShmEnv = ::testing::AddGlobalTestEnvironment(new ShmEnvironment);
+
+using Param = std::tuple<HostTransport, DataType>;
+class ShmMatrix : public ::testing::TestWithParam<Param> {
+ protected:
+  Communicator& c() { return comm(std::get<0>(GetParam())); }
+  DataType type() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(ShmMatrix, AllreduceEveryOpCountAndPlacement) {
+  for (ReduceOp op : all_ops())
+    for (std::size_t count : small_counts())
+      for (bool in_place : {false, true}) EXPECT_TRUE(check_allreduce(c(), false, type(), op, count, in_place));
+}
+
+TEST_P(ShmMatrix, ReduceScatterEveryOpCountAndPlacement) {
+  for (ReduceOp op : all_ops())
+    for (std::size_t count : small_counts())
+      for (bool in_place : {false, true}) EXPECT_TRUE(check_reduce_scatter(c(), false, type(), op, count, in_place));
+}
+
+TEST_P(ShmMatrix, BroadcastEveryRootAndCount) {
+  for (int root = 0; root < c().size(); ++root)
+    for (std::size_t count : small_counts()) EXPECT_TRUE(check_broadcast(c(), false, type(), count, root));
+}
+
+TEST_P(ShmMatrix, AllgatherEveryCountAndPlacement) {
+  for (std::size_t count : small_counts())
+    for (bool in_place : {false, true}) EXPECT_TRUE(check_allgather(c(), false, type(), count, in_place));
+}
+
+// Both sides of the single-sync thresholds (64 KiB; 4 MiB read per rank), and an odd count above one
+// staging buffer.
+TEST_P(ShmMatrix, AllreduceAroundThresholdsAndLarge) {
+  const std::size_t es = dtype_size(type());
+  const std::size_t read_limit = (std::size_t{4} << 20) / static_cast<std::size_t>(c().size()) / es;
+  for (std::size_t count : {65536 / es, 65536 / es + 1, read_limit, read_limit + 1, std::size_t{1000003}}) {
+    EXPECT_TRUE(check_allreduce(c(), false, type(), ReduceOp::kSum, count, false));
+    EXPECT_TRUE(check_allreduce(c(), false, type(), ReduceOp::kMax, count, true));
+  }
+  EXPECT_TRUE(check_allreduce(c(), false, type(), ReduceOp::kAvg, 300007, true));
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(to_string(std::get<0>(info.param))) + "_" + to_string(std::get<1>(info.param));
+}
+INSTANTIATE_TEST_SUITE_P(Transports, ShmMatrix,
+                         ::testing::Combine(::testing::Values(HostTransport::kShm, HostTransport::kMpi),
+                                            ::testing::ValuesIn(all_dtypes())),
+                         param_name);
+
+class ShmLarge : public ::testing::TestWithParam<HostTransport> {};
+
+TEST_P(ShmLarge, ReduceScatterAllgatherBroadcastPipelined) {
+  auto& c = comm(GetParam());
+  const std::size_t per_rank = 300007;  // several staging-buffer steps per rank block
+  EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kFloat32, ReduceOp::kSum, per_rank, false));
+  EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kInt32, ReduceOp::kMin, per_rank, true));
+  EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kBFloat16, ReduceOp::kAvg, per_rank, true));
+  EXPECT_TRUE(check_allgather(c, false, DataType::kFloat64, per_rank, true));
+  EXPECT_TRUE(check_allgather(c, false, DataType::kFloat16, per_rank, false));
+  EXPECT_TRUE(check_broadcast(c, false, DataType::kFloat32, 1000003, c.size() - 1));
+}
+
+// 16-bit messages large enough for the pipelined path on every rank count (several staging buffers).
+TEST_P(ShmLarge, PipelinedAllreduce16Bit) {
+  auto& c = comm(GetParam());
+  EXPECT_TRUE(check_allreduce(c, false, DataType::kFloat16, ReduceOp::kSum, 2500009, false));
+  EXPECT_TRUE(check_allreduce(c, false, DataType::kBFloat16, ReduceOp::kAvg, 2500009, true));
+}
+
+TEST_P(ShmLarge, Float16AccumulatesInFloat32) {
+  auto& c = comm(GetParam());
+  const int n = c.size();
+  if (n < 3) GTEST_SKIP() << "needs 3 or more ranks";
+  // 2048 + 1 + 1 rounds to 2048 step by step in float16; float32 accumulation rounds once.
+  std::vector<std::uint16_t> v(40000, float_to_half(c.rank() == 0 ? 2048.0f : 1.0f));  // large path too
+  c.allreduce(v.data(), v.data(), 1, DataType::kFloat16, ReduceOp::kSum);
+  c.allreduce(v.data() + 1, v.data() + 1, v.size() - 1, DataType::kFloat16, ReduceOp::kSum);
+  const float expected = half_to_float(float_to_half(2048.0f + static_cast<float>(n - 1)));
+  EXPECT_EQ(half_to_float(v[0]), expected);
+  EXPECT_EQ(half_to_float(v.back()), expected);
+}
+
+TEST_P(ShmLarge, IntegerAverageTruncatesTowardZero) {
+  auto& c = comm(GetParam());
+  const int n = c.size(), r = c.rank();
+  const std::int64_t sum = static_cast<std::int64_t>(n) * (n + 1) / 2;
+  std::int64_t neg = -(r + 1), pos = r + 1;
+  c.allreduce(&neg, &neg, 1, DataType::kInt64, ReduceOp::kAvg);
+  c.allreduce(&pos, &pos, 1, DataType::kInt64, ReduceOp::kAvg);
+  EXPECT_EQ(neg, -sum / n);
+  EXPECT_EQ(pos, sum / n);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(HostTransport::kShm, HostTransport::kMpi),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(ShmSelection, ForcedAndAutomaticTransports) {
+  EXPECT_STREQ(transport_name(comm(HostTransport::kShm)), "shm");
+  EXPECT_STREQ(transport_name(comm(HostTransport::kMpi)), "mpi");
+  // Under mpirun on one machine every rank shares the node: auto must pick shared memory.
+  CommOptions o;
+  auto c = make_communicator(o);
+  EXPECT_STREQ(transport_name(*c), "shm");
+  EXPECT_EQ(c->backend(), Backend::kHost);
+  EXPECT_EQ(parse_host_transport("mpi"), HostTransport::kMpi);
+  EXPECT_THROW(parse_host_transport("tcp"), Error);
+}
+
+// The entries of /dev/shm that a segment made by process `pid` would have.
+std::vector<std::string> shm_entries_of(long pid) {
+  std::vector<std::string> found;
+  const std::string prefix = "mirror-shm-" + std::to_string(pid) + "-";
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) found.push_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  return found;
+}
+
+TEST(ShmSegment, NothingLeftInDevShm) {
+  CommOptions o;
+  o.host_transport = HostTransport::kShm;
+  auto c = make_communicator(o);
+  // Every rank learns every rank's pid (rank 0's names the segment) through the new communicator.
+  const std::int64_t mine = ::getpid();
+  std::vector<std::int64_t> pids(static_cast<std::size_t>(c->size()));
+  c->allgather(&mine, pids.data(), 1, DataType::kInt64);
+  EXPECT_EQ(pids[static_cast<std::size_t>(c->rank())], mine);
+  // While the communicator is alive and working, the name is already gone.
+  for (std::int64_t pid : pids) {
+    EXPECT_TRUE(shm_entries_of(pid).empty()) << "left in /dev/shm: " << shm_entries_of(pid)[0];
+  }
+  float x = 1;
+  c->allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum);
+  EXPECT_EQ(x, static_cast<float>(c->size()));
+  c.reset();
+  for (std::int64_t pid : pids) EXPECT_TRUE(shm_entries_of(pid).empty());
+}
+
+}  // namespace
+}  // namespace mirror::coll::testing
