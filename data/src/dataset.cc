@@ -17,6 +17,7 @@ std::size_t dtype_size(DType type) { return type == DType::kUInt8 ? 1 : 4; }
 namespace {
 
 constexpr const char* kDoc = "(see docs/dataset-format.md)";
+constexpr int64_t kMaxClasses = int64_t{1} << 24;
 
 // What one shard file holds, before the shards are compared with each other.
 struct ShardHeader {
@@ -46,8 +47,11 @@ ShardHeader read_header(hid_t root, const std::string& file) {
   MIRROR_CHECK(h.format_version == kFormatVersion, kFormat,
                "file '" << file << "': format_version is " << h.format_version << "; expected " << kFormatVersion);
   h.num_classes = required_int(root, file, "num_classes");
-  MIRROR_CHECK(h.num_classes >= 1 && h.num_classes <= (int64_t{1} << 31), kFormat,
-               "file '" << file << "': num_classes is " << h.num_classes << "; expected a positive count");
+  // Bounded so that the class histograms (8 bytes per class and split, allocated on open) stay small: a
+  // damaged count must not make a 20 KB file allocate gigabytes.
+  MIRROR_CHECK(h.num_classes >= 1 && h.num_classes <= kMaxClasses, kFormat,
+               "file '" << file << "': num_classes is " << h.num_classes << "; expected a positive count up to "
+                        << kMaxClasses);
   auto shape = h5::read_int_attr(root, "sample_shape", "file '" + file + "'");
   MIRROR_CHECK(shape.has_value(), kFormat,
                "file '" << file << "': attribute 'sample_shape' missing on '/'; expected the shape of one sample " << kDoc);

@@ -33,10 +33,12 @@ f=$(printf 'ckpt-%08d.h5' "$end")
 echo "ok: resumed after SIGTERM == uninterrupted (step $end)"
 
 # (2) kill -9 while checkpoints are being written (one per step, so most moments fall inside a write).
-for delay in 0.3 0.45 0.6 0.75 0.9; do
+for delay in 0.05 0.15 0.25 0.35 0.45; do
   "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
     --checkpoint-every 1 --keep 3 --resume auto --max-steps 5000 >"$TMP/k9.out" 2>&1 &
   job=$!
+  # The first checkpoint is written (so a kill can fall inside a later write), then a little more.
+  for _ in $(seq 1 1200); do compgen -G "$TMP/k9/ckpt-*.h5" >/dev/null && break; sleep 0.05; done
   sleep "$delay"
   victim=""
   for pid in $(pgrep -x trainer); do
@@ -52,9 +54,9 @@ for delay in 0.3 0.45 0.6 0.75 0.9; do
     "$MIRROR_CKPT" verify "$f" >/dev/null || fail "after kill -9 at ${delay}s: $f does not verify"
   done
 done
-n=$(ls "$TMP"/k9/ckpt-*.h5 2>/dev/null | wc -l)
+n=$(find "$TMP/k9" -name 'ckpt-*.h5' | wc -l)
 [ "$n" -ge 1 ] || fail "no checkpoint survived: $(cat "$TMP/k9.out")"
-echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify; leftovers: $(ls -a "$TMP/k9" | grep -c tmp || true) temporaries"
+echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify; leftovers: $(find "$TMP/k9" -name '*.tmp.*' | wc -l) temporaries"
 timeout 120 "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
   --checkpoint-every 100000 --resume auto --max-steps 1 >"$TMP/k9r.out" 2>&1 || true
 grep -q "resumed from" "$TMP/k9r.out" || fail "could not resume after the kills: $(cat "$TMP/k9r.out")"

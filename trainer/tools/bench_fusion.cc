@@ -63,12 +63,15 @@ int main(int argc, char** argv) {
     double total_mb = 25.0;
     std::vector<double> bucket_mbs{1.0, 4.0, 25.0};
     int iters = 10, warmup = 2;
+    std::string transport = "auto";
     CLI::App app{"mirror-fusion-bench: gradient fusion (buckets) against one allreduce per tensor", "mirror-fusion-bench"};
     app.add_option("--total-mb", total_mb, "bytes of all gradients, in MB")->check(CLI::Range(0.01, 4096.0))
         ->capture_default_str();
     app.add_option("--bucket-mb", bucket_mbs, "bucket sizes to time, in MB")->capture_default_str();
     app.add_option("--iters", iters, "timed repetitions (median reported)")->check(CLI::Range(1, 1000))
         ->capture_default_str();
+    app.add_option("--transport", transport, "host transport: auto, shm or mpi")
+        ->check(CLI::IsMember({"auto", "shm", "mpi"}))->capture_default_str();
     app.add_option("--warmup", warmup, "untimed repetitions first")->check(CLI::Range(0, 100))->capture_default_str();
     try {
       app.parse(argc, argv);
@@ -76,7 +79,9 @@ int main(int argc, char** argv) {
       if (rank != 0) return e.get_exit_code() == 0 ? 0 : 2;
       return app.exit(e) == 0 ? 0 : 2;
     }
-    auto comm = coll::make_communicator();
+    coll::CommOptions options;
+    options.host_transport = coll::parse_host_transport(transport);
+    auto comm = coll::make_communicator(options);
     const std::vector<std::size_t> sizes = model_like_sizes(static_cast<std::size_t>(total_mb * 1024 * 1024));
     std::vector<train::GradSlice> slices;
     std::size_t total = 0;
@@ -95,8 +100,8 @@ int main(int argc, char** argv) {
                         coll::ReduceOp::kAvg);
     });
     if (rank == 0) {
-      std::printf("# mirror-fusion-bench: %d ranks, %zu tensors, %.1f MB (smallest %zu, largest %zu floats), "
-                  "median of %d\n", comm->size(), sizes.size(), total * 4.0 / 1e6,
+      std::printf("# mirror-fusion-bench: %d ranks (%s), %zu tensors, %.1f MB (smallest %zu, largest %zu floats), "
+                  "median of %d\n", comm->size(), coll::transport_name(*comm), sizes.size(), total * 4.0 / 1e6,
                   *std::min_element(sizes.begin(), sizes.end()), *std::max_element(sizes.begin(), sizes.end()),
                   iters);
       std::printf("%-22s %8s %12s %12s\n", "method", "calls", "time (ms)", "vs flat");
