@@ -56,8 +56,9 @@ for delay in 0.05 0.15 0.25 0.35 0.45; do
 done
 n=$(find "$TMP/k9" -name 'ckpt-*.h5' | wc -l)
 [ "$n" -ge 1 ] || fail "no checkpoint survived: $(cat "$TMP/k9.out")"
-echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify; leftovers: $(find "$TMP/k9" -name '*.tmp.*' | wc -l) temporaries"
+echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify ($(find "$TMP/k9" -name '*.tmp.*' | wc -l) partial temporaries beside them)"
 timeout 120 "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
   --checkpoint-every 100000 --resume auto --max-steps 1 >"$TMP/k9r.out" 2>&1 || true
 grep -q "resumed from" "$TMP/k9r.out" || fail "could not resume after the kills: $(cat "$TMP/k9r.out")"
+[ "$(find "$TMP/k9" -name '*.tmp.*' | wc -l)" -eq 0 ] || fail "partial temporaries were not cleaned up on restart"
 echo "ok: resumed from the newest checkpoint after the kills"

@@ -197,6 +197,9 @@ TEST(Checkpoint, LatestValidSkipsCorruptNewerOnesAndPruneKeepsNewest) {
   EXPECT_FALSE(listed[2].valid);
   EXPECT_EQ(listed[1].last_metrics, "{\"epoch\":2}");
 
+  EXPECT_EQ(remove_stale_temporaries(dir.string()), 1);
+  EXPECT_FALSE(fs::exists(dir / ".ckpt-00000400.h5.tmp.123"));
+  EXPECT_TRUE(fs::exists(dir / "ckpt-00000300.h5"));  // real checkpoints, even corrupt ones, are not touched
   prune_checkpoints(dir.string(), 2);
   listed = list_checkpoints(dir.string(), false);
   ASSERT_EQ(listed.size(), 2u);

@@ -77,6 +77,17 @@ std::optional<std::string> latest_valid_checkpoint(const std::string& dir, std::
   return std::nullopt;
 }
 
+int remove_stale_temporaries(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  static const std::regex pattern(R"(\.ckpt-\d+\.h5\.tmp\.\d+)");
+  int removed = 0;
+  for (const auto& item : fs::directory_iterator(dir, ec)) {
+    if (std::regex_match(item.path().filename().string(), pattern) && fs::remove(item.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 void prune_checkpoints(const std::string& dir, int keep) {
   if (keep <= 0) return;
   std::vector<CheckpointEntry> entries = list_checkpoints(dir, false);

@@ -167,7 +167,12 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
 
   if (rank == 0) {  // fail before training, not at the first checkpoint, when these cannot be made
     create_parent_directory(config.metrics);
-    if (!config.checkpoint_dir.empty()) create_parent_directory(config.checkpoint_dir + "/x");
+    if (!config.checkpoint_dir.empty()) {
+      create_parent_directory(config.checkpoint_dir + "/x");
+      // Only rank 0 writes checkpoints and it is not writing now: any temporary is a killed writer's.
+      const int stale = remove_stale_temporaries(config.checkpoint_dir);
+      if (stale > 0 && out) *out << "removed " << stale << " partial checkpoint(s) left by an interrupted write\n";
+    }
   }
   const bool bar_on = config.progress == "on" || (config.progress == "auto" && ::isatty(STDOUT_FILENO));
   ProgressBar bar(out, bar_on);

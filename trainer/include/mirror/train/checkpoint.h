@@ -74,6 +74,9 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir, bool verif
 // The newest checkpoint in dir that verifies; skipped (corrupt) newer ones are reported in `skipped`.
 std::optional<std::string> latest_valid_checkpoint(const std::string& dir, std::vector<std::string>* skipped);
 
+// Removes temporaries (".ckpt-*.h5.tmp.<pid>") that a writer killed mid-write left behind; returns how many.
+int remove_stale_temporaries(const std::string& dir);
+
 // Removes the oldest ckpt-*.h5 files so that at most `keep` remain (keep <= 0: keep all).
 void prune_checkpoints(const std::string& dir, int keep);
 
