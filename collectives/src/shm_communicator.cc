@@ -124,6 +124,12 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     *hi = b + std::min(static_cast<std::size_t>(q + 1) * cap, m);
   };
   const std::size_t r_off = static_cast<std::size_t>(rank_) * region;
+  // Out of place and larger than the cache: the output is written with non-temporal stores (no
+  // read-for-ownership of recv, and recv does not evict the input and staging buffers from the cache).
+  const bool stream = send != recv && bytes >= kShmStreamBytes;
+  auto put = [stream](unsigned char* dst, const unsigned char* src, std::size_t n) {
+    if (stream) shm_copy_streaming(dst, src, n); else std::memcpy(dst, src, n);
+  };
   auto copy_in = [&](std::size_t j) {
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
@@ -136,13 +142,18 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     range(j, rank_, &lo, &hi);
     if (hi == lo) return;
     for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? send + lo * es : buffer(q, j) + r_off;
-    shm_reduce(buffer(rank_, j) + r_off, recv + lo * es, srcs.data(), size_, hi - lo, call.type, call.op, size_);
+    if (stream) {
+      shm_reduce(buffer(rank_, j) + r_off, nullptr, srcs.data(), size_, hi - lo, call.type, call.op, size_);
+      shm_copy_streaming(recv + lo * es, buffer(rank_, j) + r_off, (hi - lo) * es);
+    } else {
+      shm_reduce(buffer(rank_, j) + r_off, recv + lo * es, srcs.data(), size_, hi - lo, call.type, call.op, size_);
+    }
   };
   auto copy_out = [&](std::size_t j) {
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
       range(j, q, &lo, &hi);
-      if (q != rank_ && hi > lo) std::memcpy(recv + lo * es, buffer(q, j) + q * region, (hi - lo) * es);
+      if (q != rank_ && hi > lo) put(recv + lo * es, buffer(q, j) + q * region, (hi - lo) * es);
     }
   };
   for (std::size_t j = 0; j <= steps; ++j) {

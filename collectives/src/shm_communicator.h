@@ -10,7 +10,8 @@
 //     each rank copies in the chunks the OTHER ranks reduce; sync; rank r reduces chunk r (its own from
 //     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
 //     buffer, and copies in the next step; sync; each rank copies the other ranks' reduced chunks out
-//     (overlapped with the next reduction). Per rank and message byte: reads 2(n-1)/n + 1, writes
+//     (overlapped with the next reduction); out of place from kShmStreamBytes on, the output is written
+//     with non-temporal stores (reduced into the own buffer, then streamed out). Per rank and message byte: reads 2(n-1)/n + 1, writes
 //     2(n-1)/n + 2/n (n = 2: 2 and 2).
 //   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
 //   allgather: copy in; sync; copy every other rank's block out. broadcast: root copies in; sync; copy out.
@@ -43,6 +44,10 @@ constexpr std::size_t kShmSlotBytes = std::size_t{2} << 20;
 // above all on a loaded machine where every synchronisation risks waiting for a descheduled rank.
 constexpr std::size_t kShmSmallBytes = 64 * 1024;
 constexpr std::size_t kShmSingleSyncReadBytes = std::size_t{4} << 20;
+// Out-of-place allreduces of at least this many bytes write their output with non-temporal stores
+// (shm_copy_streaming): input plus output then exceed a typical last-level cache, so the output would
+// go to memory anyway, and streaming it saves the read-for-ownership of every output line.
+constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 
 class ShmCommunicator final : public Communicator {
  public:

@@ -2,7 +2,16 @@
 // between it and the AVX2 build.
 #include "shm_reduce.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "shm_reduce_kernels.h"
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define MIRROR_SHM_STREAM 1
+#endif
 
 namespace mirror::coll::detail {
 namespace {
@@ -29,6 +38,32 @@ void shm_reduce(void* dst, void* dst2, const void* const* srcs, int nsrc, std::s
   if (use_avx2()) return shm_reduce_avx2(dst, dst2, srcs, nsrc, count, type, op, ranks);
 #endif
   shm_reduce_generic(dst, dst2, srcs, nsrc, count, type, op, ranks);
+}
+
+void shm_copy_streaming(void* dst, const void* src, std::size_t bytes) {
+#ifdef MIRROR_SHM_STREAM
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  const std::size_t head = std::min(bytes, (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  std::memcpy(d, s, bytes);
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, bytes);
+#endif
 }
 
 const char* shm_reduce_isa() { return use_avx2() ? "avx2" : "generic"; }

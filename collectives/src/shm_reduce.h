@@ -3,6 +3,7 @@
 // blocks. float16/bfloat16 are widened to float32, reduced and rounded once. Compiled twice: a baseline
 // build and an AVX2 build (shm_reduce_avx2.cc, -mavx2), chosen at run time with __builtin_cpu_supports.
 // Semantics are those of reduce.h: integer sum/prod wrap, avg divides by `ranks` (integers truncate).
+// Also the streaming copy the large out-of-place allreduce writes its output with.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,11 @@ namespace mirror::coll::detail {
 // (every block is read from all sources before it is written); partial overlaps are not allowed.
 void shm_reduce(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
                 ReduceOp op, int ranks);
+
+// memcpy with non-temporal (cache-bypassing) stores on x86, ending with a store fence; plain memcpy
+// elsewhere. For output that exceeds the cache: it saves the read-for-ownership of every destination line
+// and leaves the cache to the staging buffers. dst and src must not overlap.
+void shm_copy_streaming(void* dst, const void* src, std::size_t bytes);
 
 // "avx2" or "generic": which build of the kernel shm_reduce uses on this CPU.
 const char* shm_reduce_isa();
