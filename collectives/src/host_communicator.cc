@@ -112,11 +112,9 @@ void CheckedTransport::sendrecv(int sp, const void* sd, std::size_t sb, int rp, 
 
 HostCommunicator::HostCommunicator(std::unique_ptr<Transport> transport, const CommOptions& options,
                                    bool use_progress_thread)
-    : transport_(std::move(transport)), options_(options) {
-  rank_ = transport_->rank();
-  size_ = transport_->size();
-  MIRROR_CHECK(options_.timeout.count() > 0, kInvalidArgument,
-               "CommOptions.timeout must be > 0 ms, got " << options_.timeout.count());
+    : QueuedCommunicator(transport->rank(), transport->size(), options.timeout, use_progress_thread),
+      transport_(std::move(transport)),
+      options_(options) {
   if (const char* env = std::getenv("MIRROR_CHECK_COLLECTIVES"); env && std::string(env) == "0") {
     options_.check_consistency = false;
   }
@@ -129,76 +127,36 @@ HostCommunicator::HostCommunicator(std::unique_ptr<Transport> transport, const C
   if (auto* mpi = dynamic_cast<MpiTransport*>(transport_.get())) {
     mpi->set_interrupt([n = notices_.get()] { return n->pending(); });
   }
-  queue_ = std::make_unique<OpQueue>(use_progress_thread, options_.timeout);
 }
 
 HostCommunicator::~HostCommunicator() {
-  queue_.reset();  // the running op finishes first
-  bool failed;
-  {
-    std::lock_guard lk(failure_mu_);
-    failed = !failure_.empty();
-  }
-  if (failed) {  // abandoned messages must not reach a later communicator (see keep_comm_on_destroy)
+  stop_queue();  // the running op finishes first
+  if (failed()) {  // abandoned messages must not reach a later communicator (see keep_comm_on_destroy)
     if (auto* mpi = dynamic_cast<MpiTransport*>(transport_.get())) mpi->keep_comm_on_destroy();
     if (notices_) notices_->keep_comm_on_destroy();
   }
 }
 
-Work HostCommunicator::issue(CollectiveCall call, bool async) {
-  validate_call(call, rank_, size_);
-  // Numbering and queueing under one lock, so sequence order is execution order. A blocking call keeps
-  // the lock while it runs: collectives from several threads at once have no defined order anyway.
-  std::lock_guard lk(issue_mu_);
-  call.seq = next_seq_++;
-  auto fn = [this, call] { execute(call); };
-  if (async) return queue_->submit(call.describe(size_), std::move(fn));
-  queue_->run([&call, n = size_] { return call.describe(n); }, std::move(fn));
-  return Work();
-}
-
-void HostCommunicator::execute(const CollectiveCall& call) {
-  OpContext ctx;
-  ctx.seq = call.seq;
-  ctx.timeout = options_.timeout;
-  ctx.describe = [&call, n = size_] { return call.describe(n); };
-  {
-    std::lock_guard lk(failure_mu_);
-    if (!failure_.empty()) {
-      throw Error(failure_kind_, ctx.describe() + " refused: the communicator is unusable after an earlier failure: " +
-                                     failure_, __FILE__, __LINE__);
-    }
-  }
-  ctx.deadline = Clock::now() + options_.timeout;
+void HostCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
   if (checked_) checked_->begin(fingerprint(call, rank_));
-  try {
-    switch (call.kind) {
-      case CallKind::kAllreduce: do_allreduce(call, ctx); break;
-      case CallKind::kBroadcast:
-        // The root of a tree broadcast receives nothing, so it could not see a peer that disagrees (two
-        // ranks that both think they are the root would both just send). With the check on, a broadcast
-        // starts with a fingerprint-only exchange around the ring, which does not depend on the root.
-        if (checked_ && call.count > 0) {
-          checked_->sendrecv((rank_ + 1) % size_, nullptr, 0, (rank_ + size_ - 1) % size_, nullptr, 0, ctx);
-        }
-        detail::broadcast(*algo_transport_, workspace_, call.recv, call.count * dtype_size(call.type), call.root, ctx);
-        break;
-      case CallKind::kAllgather: do_allgather(call, ctx); break;
-      case CallKind::kReduceScatter: do_reduce_scatter(call, ctx); break;
-      case CallKind::kBarrier: barrier_dissemination(*algo_transport_, workspace_, ctx); break;
-    }
-  } catch (const Error& e) {
-    Error explained = explain_failure(call, e);
-    std::lock_guard lk(failure_mu_);
-    if (failure_.empty()) {
-      failure_ = explained.message();
-      failure_kind_ = explained.kind();
-    }
-    throw explained;
+  switch (call.kind) {
+    case CallKind::kAllreduce: do_allreduce(call, ctx); break;
+    case CallKind::kBroadcast:
+      // The root of a tree broadcast receives nothing, so it could not see a peer that disagrees (two
+      // ranks that both think they are the root would both just send). With the check on, a broadcast
+      // starts with a fingerprint-only exchange around the ring, which does not depend on the root.
+      if (checked_ && call.count > 0) {
+        checked_->sendrecv((rank_ + 1) % size_, nullptr, 0, (rank_ + size_ - 1) % size_, nullptr, 0, ctx);
+      }
+      detail::broadcast(*algo_transport_, workspace_, call.recv, call.count * dtype_size(call.type), call.root, ctx);
+      break;
+    case CallKind::kAllgather: do_allgather(call, ctx); break;
+    case CallKind::kReduceScatter: do_reduce_scatter(call, ctx); break;
+    case CallKind::kBarrier: barrier_dissemination(*algo_transport_, workspace_, ctx); break;
   }
 }
 
-Error HostCommunicator::explain_failure(const CollectiveCall& call, const Error& e) {
+Error HostCommunicator::explain(const CollectiveCall& call, const Error& e) {
   if (!notices_ || size_ == 1) return e;
   return explain_collective_failure(*notices_, call, e, options_.timeout, size_);
 }
@@ -265,35 +223,5 @@ void HostCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCon
     std::memcpy(call.recv, mine, n * acc_size);
   }
 }
-
-// --- the public calls: build the CollectiveCall and issue it ---
-
-void HostCommunicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
-  issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, false);
-}
-Work HostCommunicator::allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
-  return issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, true);
-}
-void HostCommunicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, false);
-}
-Work HostCommunicator::broadcast_async(void* buf, std::size_t count, DataType type, int root) {
-  return issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, true);
-}
-void HostCommunicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
-  issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, false);
-}
-Work HostCommunicator::allgather_async(const void* send, void* recv, std::size_t count, DataType type) {
-  return issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, true);
-}
-void HostCommunicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
-                                      ReduceOp op) {
-  issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, false);
-}
-Work HostCommunicator::reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
-                                            ReduceOp op) {
-  return issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, true);
-}
-void HostCommunicator::barrier() { issue({CallKind::kBarrier, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0, 0}, false); }
 
 }  // namespace mirror::coll::detail

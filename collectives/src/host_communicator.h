@@ -22,6 +22,7 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
 #include "op_queue.h"
+#include "queued_communicator.h"
 #include "transport.h"
 
 namespace mirror::coll::detail {
@@ -60,51 +61,25 @@ class CheckedTransport final : public Transport {
   std::vector<unsigned char> send_stage_, recv_stage_;
 };
 
-class HostCommunicator final : public Communicator {
+class HostCommunicator final : public QueuedCommunicator {
  public:
   // Takes the transport; the progress thread is used when use_progress_thread (MPI_THREAD_MULTIPLE).
   HostCommunicator(std::unique_ptr<Transport> transport, const CommOptions& options, bool use_progress_thread);
   ~HostCommunicator() override;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Backend backend() const override { return Backend::kHost; }
-
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
-  Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root) override;
-  Work broadcast_async(void* buf, std::size_t count, DataType type, int root) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type) override;
-  Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) override;
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op) override;
-  Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
-                            ReduceOp op) override;
-  void barrier() override;
-
  private:
-  // Validates and numbers the call (caller's thread), then runs it inline or queues it.
-  Work issue(CollectiveCall call, bool async);
-  void execute(const CollectiveCall& call);  // on the executing thread
+  void run(const CollectiveCall& call, const OpContext& ctx) override;
+  Error explain(const CollectiveCall& call, const Error& e) override;
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
   void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
-  // After `call` failed with `e` on this rank: announce, listen, and return the error to raise.
-  Error explain_failure(const CollectiveCall& call, const Error& e);
 
   std::unique_ptr<Transport> transport_;  // the inner transport (MPI, or another)
   std::unique_ptr<CheckedTransport> checked_;  // null when the check is off
   Transport* algo_transport_ = nullptr;  // what the algorithms use: checked_ or transport_
   std::unique_ptr<MpiNotices> notices_;
   CommOptions options_;
-  int rank_ = 0;
-  int size_ = 1;
-  std::uint64_t next_seq_ = 0;  // guarded by issue_mu_
-  std::mutex issue_mu_;
-  std::mutex failure_mu_;
-  std::string failure_;  // first failure; empty while healthy
-  ErrorKind failure_kind_ = ErrorKind::kInternal;
   Workspace workspace_;  // used by the executing thread only (one op at a time)
-  std::unique_ptr<OpQueue> queue_;  // last member: destroyed (thread joined) first
 };
 
 }  // namespace mirror::coll::detail

@@ -19,64 +19,29 @@ std::size_t ShmCommunicator::segment_bytes(int size) {
 }
 
 ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options)
-    : segment_(std::move(segment)),
+    : QueuedCommunicator(rank, size, options.timeout, options.progress_thread),
+      segment_(std::move(segment)),
       control_(segment_->data(), rank, size),
       data_(segment_->data() + ShmControl::bytes(size)),
-      options_(options),
-      rank_(rank),
-      size_(size) {
+      options_(options) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
-  MIRROR_CHECK(options_.timeout.count() > 0, kInvalidArgument,
-               "CommOptions.timeout must be > 0 ms, got " << options_.timeout.count());
-  queue_ = std::make_unique<OpQueue>(options_.progress_thread, options_.timeout);
 }
 
-ShmCommunicator::~ShmCommunicator() { queue_.reset(); }
+ShmCommunicator::~ShmCommunicator() { stop_queue(); }
 
 unsigned char* ShmCommunicator::slot(int q) const {
   return data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
 }
 
-Work ShmCommunicator::issue(CollectiveCall call, bool async) {
-  validate_call(call, rank_, size_);
-  std::lock_guard lk(issue_mu_);
-  call.seq = next_seq_++;
-  auto fn = [this, call] { execute(call); };
-  if (async) return queue_->submit(call.describe(size_), std::move(fn));
-  queue_->run([&call, n = size_] { return call.describe(n); }, std::move(fn));
-  return Work();
-}
-
-void ShmCommunicator::execute(const CollectiveCall& call) {
-  OpContext ctx;
-  ctx.seq = call.seq;
-  ctx.timeout = options_.timeout;
-  ctx.describe = [&call, n = size_] { return call.describe(n); };
-  {
-    std::lock_guard lk(failure_mu_);
-    if (!failure_.empty()) {
-      throw Error(failure_kind_, ctx.describe() + " refused: the communicator is unusable after an earlier failure: " +
-                                     failure_, __FILE__, __LINE__);
-    }
-  }
-  ctx.deadline = Clock::now() + options_.timeout;
-  try {
-    control_.publish(call);
-    first_step_ = true;
-    switch (call.kind) {
-      case CallKind::kAllreduce: do_allreduce(call, ctx); break;
-      case CallKind::kBroadcast: do_broadcast(call, ctx); break;
-      case CallKind::kAllgather: do_allgather(call, ctx); break;
-      case CallKind::kReduceScatter: do_reduce_scatter(call, ctx); break;
-      case CallKind::kBarrier: step(call, ctx); break;
-    }
-  } catch (const Error& e) {
-    std::lock_guard lk(failure_mu_);
-    if (failure_.empty()) {
-      failure_ = e.message();
-      failure_kind_ = e.kind();
-    }
-    throw;
+void ShmCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
+  control_.publish(call);
+  first_step_ = true;
+  switch (call.kind) {
+    case CallKind::kAllreduce: do_allreduce(call, ctx); break;
+    case CallKind::kBroadcast: do_broadcast(call, ctx); break;
+    case CallKind::kAllgather: do_allgather(call, ctx); break;
+    case CallKind::kReduceScatter: do_reduce_scatter(call, ctx); break;
+    case CallKind::kBarrier: step(call, ctx); break;
   }
 }
 
@@ -218,38 +183,6 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
     shm_reduce(recv + b * es, nullptr, srcs.data(), size_, m, call.type, call.op, size_);
     next_use();
   }
-}
-
-// --- the public calls: build the CollectiveCall and issue it ---
-
-void ShmCommunicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
-  issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, false);
-}
-Work ShmCommunicator::allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
-  return issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, true);
-}
-void ShmCommunicator::broadcast(void* buf, std::size_t count, DataType type, int root) {
-  issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, false);
-}
-Work ShmCommunicator::broadcast_async(void* buf, std::size_t count, DataType type, int root) {
-  return issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, true);
-}
-void ShmCommunicator::allgather(const void* send, void* recv, std::size_t count, DataType type) {
-  issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, false);
-}
-Work ShmCommunicator::allgather_async(const void* send, void* recv, std::size_t count, DataType type) {
-  return issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, true);
-}
-void ShmCommunicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
-                                     ReduceOp op) {
-  issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, false);
-}
-Work ShmCommunicator::reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
-                                           ReduceOp op) {
-  return issue({CallKind::kReduceScatter, send, recv, recv_count, type, op, 0, 0}, true);
-}
-void ShmCommunicator::barrier() {
-  issue({CallKind::kBarrier, nullptr, nullptr, 0, DataType::kFloat32, ReduceOp::kSum, 0, 0}, false);
 }
 
 }  // namespace mirror::coll::detail

@@ -31,6 +31,7 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
 #include "op_queue.h"
+#include "queued_communicator.h"
 #include "shm_control.h"
 #include "shm_segment.h"
 #include "transport.h"
@@ -49,7 +50,7 @@ constexpr std::size_t kShmSingleSyncReadBytes = std::size_t{4} << 20;
 // go to memory anyway, and streaming it saves the read-for-ownership of every output line.
 constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 
-class ShmCommunicator final : public Communicator {
+class ShmCommunicator final : public QueuedCommunicator {
  public:
   // Segment bytes needed for `size` ranks.
   static std::size_t segment_bytes(int size);
@@ -57,24 +58,8 @@ class ShmCommunicator final : public Communicator {
   ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Backend backend() const override { return Backend::kHost; }
-
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
-  Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root) override;
-  Work broadcast_async(void* buf, std::size_t count, DataType type, int root) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type) override;
-  Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) override;
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type, ReduceOp op) override;
-  Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
-                            ReduceOp op) override;
-  void barrier() override;
-
  private:
-  Work issue(CollectiveCall call, bool async);
-  void execute(const CollectiveCall& call);  // on the executing thread, one op at a time
+  void run(const CollectiveCall& call, const OpContext& ctx) override;
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
@@ -90,18 +75,10 @@ class ShmCommunicator final : public Communicator {
   ShmControl control_;
   unsigned char* data_;  // first staging buffer
   CommOptions options_;
-  int rank_;
-  int size_;
   // Executing thread only:
   std::uint64_t phase_ = 0;  // last phase signalled (the same on every rank)
   std::uint64_t use_ = 0;    // staging buffer uses so far (parity picks the buffer)
   bool first_step_ = false;
-  std::uint64_t next_seq_ = 0;  // guarded by issue_mu_
-  std::mutex issue_mu_;
-  std::mutex failure_mu_;
-  std::string failure_;  // first failure; empty while healthy
-  ErrorKind failure_kind_ = ErrorKind::kInternal;
-  std::unique_ptr<OpQueue> queue_;  // last member: destroyed (thread joined) first
 };
 
 }  // namespace mirror::coll::detail
