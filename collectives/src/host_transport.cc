@@ -1,4 +1,5 @@
-// host_transport.cc — HostTransport names (to_string / parse_host_transport).
+// host_transport.cc — names of the host backend's transport options: HostTransport and ShmStaging
+// (to_string / parse_*).
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
 
@@ -18,6 +19,22 @@ HostTransport parse_host_transport(std::string_view name) {
   if (name == "shm") return HostTransport::kShm;
   if (name == "mpi") return HostTransport::kMpi;
   MIRROR_THROW(kInvalidArgument, "unknown host transport '" << name << "'; expected auto, shm or mpi");
+}
+
+const char* to_string(ShmStaging staging) {
+  switch (staging) {
+    case ShmStaging::kAuto: return "auto";
+    case ShmStaging::kCached: return "cached";
+    case ShmStaging::kStreaming: return "streaming";
+  }
+  return "?";
+}
+
+ShmStaging parse_shm_staging(std::string_view name) {
+  if (name == "auto") return ShmStaging::kAuto;
+  if (name == "cached") return ShmStaging::kCached;
+  if (name == "streaming") return ShmStaging::kStreaming;
+  MIRROR_THROW(kInvalidArgument, "unknown shared-memory staging mode '" << name << "'; expected auto, cached or streaming");
 }
 
 }  // namespace mirror::coll

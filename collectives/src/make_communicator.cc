@@ -104,4 +104,13 @@ const char* transport_name(const Communicator& comm) {
   return dynamic_cast<const detail::ShmCommunicator*>(&comm) != nullptr ? "shm" : "mpi";
 }
 
+ShmStagingCounts shm_staging_counts(const Communicator& comm) {
+  ShmStagingCounts counts;
+  if (const auto* shm = dynamic_cast<const detail::ShmCommunicator*>(&comm)) {
+    counts.cached = shm->staging_calls(false);
+    counts.streaming = shm->staging_calls(true);
+  }
+  return counts;
+}
+
 }  // namespace mirror::coll

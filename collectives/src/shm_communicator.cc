@@ -23,7 +23,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       segment_(std::move(segment)),
       control_(segment_->data(), rank, size),
       data_(segment_->data() + ShmControl::bytes(size)),
-      options_(options) {
+      options_(options),
+      staging_(options.shm_staging) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
 }
 
@@ -75,59 +76,70 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   // copies out the chunks reduced in step j-2, reduces its chunk of step j-1, and copies in step j. Each
   // rank's chunk has a fixed region in every buffer, so copying in step j (regions of the other ranks'
   // chunks) never touches what the others are still copying out of the same buffer (this rank's region).
+  // Within a step the three tasks take turns in pieces of kShmInterleaveBytes, so loads from all their
+  // streams are in flight together.
   const std::size_t region = kShmSlotBytes / static_cast<std::size_t>(size_) / 64 * 64;
   const std::size_t cap = region / es, per_step = cap * static_cast<std::size_t>(size_);
   const std::size_t steps = ceil_div(count, per_step);
+  const std::size_t piece = std::max<std::size_t>(1, kShmInterleaveBytes / es);
   const std::uint64_t use0 = use_;
   auto buffer = [&](int q, std::size_t j) {
     return data_ + (static_cast<std::size_t>(q) * 2 + ((use0 + j) & 1)) * kShmSlotBytes;
   };
-  // Elements [*lo, *hi) of the message that are rank q's chunk in step j.
-  auto range = [&](std::size_t j, int q, std::size_t* lo, std::size_t* hi) {
-    const std::size_t b = j * per_step, m = std::min(per_step, count - b);
-    *lo = b + std::min(static_cast<std::size_t>(q) * cap, m);
-    *hi = b + std::min(static_cast<std::size_t>(q + 1) * cap, m);
+  // Elements [*lo, *hi) of the message that are elements [a, b) of rank q's chunk in step j (empty when
+  // the chunk is shorter); when not empty, *lo sits `a` elements into the chunk.
+  auto range = [&](std::size_t j, int q, std::size_t a, std::size_t b, std::size_t* lo, std::size_t* hi) {
+    const std::size_t base = j * per_step, m = std::min(per_step, count - base);
+    const std::size_t c_lo = base + std::min(static_cast<std::size_t>(q) * cap, m);
+    const std::size_t c_hi = base + std::min(static_cast<std::size_t>(q + 1) * cap, m);
+    *lo = std::min(c_lo + a, c_hi);
+    *hi = std::min(c_lo + b, c_hi);
   };
   const std::size_t r_off = static_cast<std::size_t>(rank_) * region;
   // Out of place and larger than the cache: the output is written with non-temporal stores (no
   // read-for-ownership of recv, and recv does not evict the input and staging buffers from the cache).
-  const bool stream = send != recv && bytes >= kShmStreamBytes;
-  auto put = [stream](unsigned char* dst, const unsigned char* src, std::size_t n) {
-    if (stream) shm_copy_streaming(dst, src, n); else std::memcpy(dst, src, n);
+  const bool stream_out = send != recv && bytes >= kShmStreamBytes;
+  // Staging buffers (read by the other ranks): plain or non-temporal stores, see shm_store_policy.h.
+  const bool stream_stage = staging_.streaming();
+  auto store = [](bool stream, unsigned char* dst, const unsigned char* src, std::size_t n) {
+    if (stream) shm_store_streaming(dst, src, n); else std::memcpy(dst, src, n);
   };
-  auto copy_in = [&](std::size_t j) {
+  auto copy_in = [&](std::size_t j, std::size_t a, std::size_t b) {
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
-      range(j, q, &lo, &hi);
-      if (q != rank_ && hi > lo) std::memcpy(buffer(rank_, j) + q * region, send + lo * es, (hi - lo) * es);
+      range(j, q, a, b, &lo, &hi);
+      if (q != rank_ && hi > lo) store(stream_stage, buffer(rank_, j) + q * region + a * es, send + lo * es, (hi - lo) * es);
     }
   };
-  auto reduce_own = [&](std::size_t j) {
+  auto reduce_own = [&](std::size_t j, std::size_t a, std::size_t b) {
     std::size_t lo = 0, hi = 0;
-    range(j, rank_, &lo, &hi);
+    range(j, rank_, a, b, &lo, &hi);
     if (hi == lo) return;
-    for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? send + lo * es : buffer(q, j) + r_off;
-    if (stream) {
-      shm_reduce(buffer(rank_, j) + r_off, nullptr, srcs.data(), size_, hi - lo, call.type, call.op, size_);
-      shm_copy_streaming(recv + lo * es, buffer(rank_, j) + r_off, (hi - lo) * es);
-    } else {
-      shm_reduce(buffer(rank_, j) + r_off, recv + lo * es, srcs.data(), size_, hi - lo, call.type, call.op, size_);
-    }
+    for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? send + lo * es : buffer(q, j) + r_off + a * es;
+    shm_reduce(buffer(rank_, j) + r_off + a * es, recv + lo * es, srcs.data(), size_, hi - lo, call.type, call.op,
+               size_, ReduceStores{stream_stage, stream_out});
   };
-  auto copy_out = [&](std::size_t j) {
+  auto copy_out = [&](std::size_t j, std::size_t a, std::size_t b) {
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
-      range(j, q, &lo, &hi);
-      if (q != rank_ && hi > lo) put(recv + lo * es, buffer(q, j) + q * region, (hi - lo) * es);
+      range(j, q, a, b, &lo, &hi);
+      if (q != rank_ && hi > lo) store(stream_out, recv + lo * es, buffer(q, j) + q * region + a * es, (hi - lo) * es);
     }
   };
-  for (std::size_t j = 0; j <= steps; ++j) {
-    if (j >= 2) copy_out(j - 2);
-    if (j >= 1) reduce_own(j - 1);
-    if (j < steps) copy_in(j);
-    step(call, ctx);
+  Clock::duration work{};
+  for (std::size_t j = 0; j <= steps + 1; ++j) {
+    const auto start = Clock::now();
+    for (std::size_t a = 0; a < cap; a += piece) {
+      const std::size_t b = std::min(cap, a + piece);
+      if (j >= 2) copy_out(j - 2, a, b);
+      if (j >= 1 && j <= steps) reduce_own(j - 1, a, b);
+      if (j < steps) copy_in(j, a, b);
+    }
+    shm_stream_fence();  // non-temporal stores are visible before the signal (and before the call returns)
+    work += Clock::now() - start;
+    if (j <= steps) step(call, ctx);
   }
-  copy_out(steps - 1);
+  staging_.record(stream_stage, bytes, std::chrono::duration_cast<std::chrono::nanoseconds>(work));
   use_ += steps;
 }
 

@@ -11,8 +11,10 @@
 //     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
 //     buffer, and copies in the next step; sync; each rank copies the other ranks' reduced chunks out
 //     (overlapped with the next reduction); out of place from kShmStreamBytes on, the output is written
-//     with non-temporal stores (reduced into the own buffer, then streamed out). Per rank and message byte: reads 2(n-1)/n + 1, writes
-//     2(n-1)/n + 2/n (n = 2: 2 and 2).
+//     with non-temporal stores (in the same pass that writes the reduced chunk to the own buffer).
+//     Staging buffers are written with plain or non-temporal stores as StagingStorePolicy decides
+//     (shm_store_policy.h: measured per rank; CommOptions::shm_staging can fix it). Per rank and message
+//     byte: reads 2(n-1)/n + 1, writes 2(n-1)/n + 2/n (n = 2: 2 and 2).
 //   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
 //   allgather: copy in; sync; copy every other rank's block out. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
@@ -34,6 +36,7 @@
 #include "queued_communicator.h"
 #include "shm_control.h"
 #include "shm_segment.h"
+#include "shm_store_policy.h"
 #include "transport.h"
 
 namespace mirror::coll::detail {
@@ -49,6 +52,9 @@ constexpr std::size_t kShmSingleSyncReadBytes = std::size_t{4} << 20;
 // (shm_copy_streaming): input plus output then exceed a typical last-level cache, so the output would
 // go to memory anyway, and streaming it saves the read-for-ownership of every output line.
 constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
+// Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
+// bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
+constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 
 class ShmCommunicator final : public QueuedCommunicator {
  public:
@@ -57,6 +63,10 @@ class ShmCommunicator final : public QueuedCommunicator {
 
   ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
+
+  // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
+  // is outstanding).
+  std::uint64_t staging_calls(bool streamed) const { return staging_.calls(streamed); }
 
  private:
   void run(const CollectiveCall& call, const OpContext& ctx) override;
@@ -79,6 +89,7 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t phase_ = 0;  // last phase signalled (the same on every rank)
   std::uint64_t use_ = 0;    // staging buffer uses so far (parity picks the buffer)
   bool first_step_ = false;
+  StagingStorePolicy staging_;  // plain or streaming staging stores in pipelined allreduces
 };
 
 }  // namespace mirror::coll::detail

@@ -28,19 +28,36 @@ bool use_avx2() {
 }  // namespace
 
 void shm_reduce_generic(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
-                        ReduceOp op, int ranks) {
-  reduce_any(dst, dst2, srcs, nsrc, count, type, op, ranks);
+                        ReduceOp op, int ranks, ReduceStores stores) {
+  reduce_any(dst, dst2, srcs, nsrc, count, type, op, ranks, stores);
 }
 
 void shm_reduce(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
-                ReduceOp op, int ranks) {
+                ReduceOp op, int ranks, ReduceStores stores) {
 #ifdef MIRROR_SHM_AVX2
-  if (use_avx2()) return shm_reduce_avx2(dst, dst2, srcs, nsrc, count, type, op, ranks);
+  if (use_avx2()) {
+    shm_reduce_avx2(dst, dst2, srcs, nsrc, count, type, op, ranks, stores);
+  } else {
+    shm_reduce_generic(dst, dst2, srcs, nsrc, count, type, op, ranks, stores);
+  }
+#else
+  shm_reduce_generic(dst, dst2, srcs, nsrc, count, type, op, ranks, stores);
 #endif
-  shm_reduce_generic(dst, dst2, srcs, nsrc, count, type, op, ranks);
+  if (stores.stream_dst || stores.stream_dst2) shm_stream_fence();
 }
 
 void shm_copy_streaming(void* dst, const void* src, std::size_t bytes) {
+  shm_store_streaming(dst, src, bytes);
+  shm_stream_fence();
+}
+
+void shm_stream_fence() {
+#ifdef MIRROR_SHM_STREAM
+  _mm_sfence();
+#endif
+}
+
+void shm_store_streaming(void* dst, const void* src, std::size_t bytes) {
 #ifdef MIRROR_SHM_STREAM
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
@@ -60,7 +77,6 @@ void shm_copy_streaming(void* dst, const void* src, std::size_t bytes) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
   }
   std::memcpy(d, s, bytes);
-  _mm_sfence();
 #else
   std::memcpy(dst, src, bytes);
 #endif

@@ -7,8 +7,8 @@
 namespace mirror::coll::detail {
 
 void shm_reduce_avx2(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
-                     ReduceOp op, int ranks) {
-  reduce_any(dst, dst2, srcs, nsrc, count, type, op, ranks);
+                     ReduceOp op, int ranks, ReduceStores stores) {
+  reduce_any(dst, dst2, srcs, nsrc, count, type, op, ranks, stores);
 }
 
 }  // namespace mirror::coll::detail

@@ -12,6 +12,7 @@
 #include "mirror/coll/half.h"
 #include "mirror/coll/types.h"
 #include "mirror/error.h"
+#include "shm_reduce.h"
 
 namespace mirror::coll::detail {
 namespace {
@@ -57,6 +58,11 @@ template <typename T, typename F>
 inline void combine_into(T* __restrict acc, const T* __restrict s, std::size_t n, F f) {
   for (std::size_t i = 0; i < n; ++i) acc[i] = f(acc[i], s[i]);
 }
+// One output block: plain stores, or non-temporal ones (unfenced; shm_reduce fences once at the end).
+inline void store_block(void* dst, const void* block, std::size_t bytes, bool stream) {
+  if (stream) shm_store_streaming(dst, block, bytes); else std::memcpy(dst, block, bytes);
+}
+
 template <typename T>
 inline void divide(T* __restrict acc, std::size_t n, int ranks) {
   const T d = static_cast<T>(ranks);
@@ -65,7 +71,8 @@ inline void divide(T* __restrict acc, std::size_t n, int ranks) {
 
 // Same-width types: accumulate one block from every source, then store it.
 template <typename T, typename F>
-void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks) {
+void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks,
+                  ReduceStores st) {
   alignas(64) T acc[kKernelBlock];
   for (std::size_t b = 0; b < count; b += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - b);
@@ -77,15 +84,15 @@ void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_
     }
     for (int k = 2; k < nsrc; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
     if (avg && ranks > 1) divide(acc, n, ranks);
-    std::memcpy(dst + b, acc, n * sizeof(T));
-    if (dst2 != nullptr) std::memcpy(dst2 + b, acc, n * sizeof(T));
+    store_block(dst + b, acc, n * sizeof(T), st.stream_dst);
+    if (dst2 != nullptr) store_block(dst2 + b, acc, n * sizeof(T), st.stream_dst2);
   }
 }
 
 // 16-bit types: widen each source block to float32, reduce, round once.
 template <typename F>
 void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* srcs, int nsrc, std::size_t count,
-                  DataType type, F f, bool avg, int ranks) {
+                  DataType type, F f, bool avg, int ranks, ReduceStores st) {
   alignas(64) float acc[kKernelBlock];
   alignas(64) float tmp[kKernelBlock];
   alignas(64) std::uint16_t out[kKernelBlock];
@@ -102,49 +109,49 @@ void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* sr
     }
     if (avg && ranks > 1) divide(acc, n, ranks);
     if (half) float_to_half(acc, out, n); else float_to_bfloat16(acc, out, n);
-    std::memcpy(dst + b, out, n * sizeof(std::uint16_t));
-    if (dst2 != nullptr) std::memcpy(dst2 + b, out, n * sizeof(std::uint16_t));
+    store_block(dst + b, out, n * sizeof(std::uint16_t), st.stream_dst);
+    if (dst2 != nullptr) store_block(dst2 + b, out, n * sizeof(std::uint16_t), st.stream_dst2);
   }
 }
 
 template <typename T>
 void reduce_dispatch_op(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, ReduceOp op,
-                        int ranks) {
+                        int ranks, ReduceStores s2) {
   auto* d = static_cast<T*>(dst);
   auto* d2 = static_cast<T*>(dst2);
   switch (op) {
-    case ReduceOp::kSum: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, false, ranks);
-    case ReduceOp::kAvg: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, true, ranks);
-    case ReduceOp::kMin: return reduce_typed(d, d2, srcs, nsrc, count, MinOp<T>{}, false, ranks);
-    case ReduceOp::kMax: return reduce_typed(d, d2, srcs, nsrc, count, MaxOp<T>{}, false, ranks);
-    case ReduceOp::kProd: return reduce_typed(d, d2, srcs, nsrc, count, MulOp<T>{}, false, ranks);
+    case ReduceOp::kSum: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, false, ranks, s2);
+    case ReduceOp::kAvg: return reduce_typed(d, d2, srcs, nsrc, count, AddOp<T>{}, true, ranks, s2);
+    case ReduceOp::kMin: return reduce_typed(d, d2, srcs, nsrc, count, MinOp<T>{}, false, ranks, s2);
+    case ReduceOp::kMax: return reduce_typed(d, d2, srcs, nsrc, count, MaxOp<T>{}, false, ranks, s2);
+    case ReduceOp::kProd: return reduce_typed(d, d2, srcs, nsrc, count, MulOp<T>{}, false, ranks, s2);
   }
   MIRROR_THROW(kInvalidArgument, "unknown reduction value " << static_cast<int>(op));
 }
 
 void reduce_dispatch_16bit(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
-                           ReduceOp op, int ranks) {
+                           ReduceOp op, int ranks, ReduceStores s2) {
   auto* d = static_cast<std::uint16_t*>(dst);
   auto* d2 = static_cast<std::uint16_t*>(dst2);
   switch (op) {
-    case ReduceOp::kSum: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, false, ranks);
-    case ReduceOp::kAvg: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, true, ranks);
-    case ReduceOp::kMin: return reduce_16bit(d, d2, srcs, nsrc, count, type, MinOp<float>{}, false, ranks);
-    case ReduceOp::kMax: return reduce_16bit(d, d2, srcs, nsrc, count, type, MaxOp<float>{}, false, ranks);
-    case ReduceOp::kProd: return reduce_16bit(d, d2, srcs, nsrc, count, type, MulOp<float>{}, false, ranks);
+    case ReduceOp::kSum: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, false, ranks, s2);
+    case ReduceOp::kAvg: return reduce_16bit(d, d2, srcs, nsrc, count, type, AddOp<float>{}, true, ranks, s2);
+    case ReduceOp::kMin: return reduce_16bit(d, d2, srcs, nsrc, count, type, MinOp<float>{}, false, ranks, s2);
+    case ReduceOp::kMax: return reduce_16bit(d, d2, srcs, nsrc, count, type, MaxOp<float>{}, false, ranks, s2);
+    case ReduceOp::kProd: return reduce_16bit(d, d2, srcs, nsrc, count, type, MulOp<float>{}, false, ranks, s2);
   }
   MIRROR_THROW(kInvalidArgument, "unknown reduction value " << static_cast<int>(op));
 }
 
 void reduce_any(void* dst, void* dst2, const void* const* srcs, int nsrc, std::size_t count, DataType type,
-                ReduceOp op, int ranks) {
+                ReduceOp op, int ranks, ReduceStores s2) {
   switch (type) {
-    case DataType::kFloat32: return reduce_dispatch_op<float>(dst, dst2, srcs, nsrc, count, op, ranks);
-    case DataType::kFloat64: return reduce_dispatch_op<double>(dst, dst2, srcs, nsrc, count, op, ranks);
-    case DataType::kInt32: return reduce_dispatch_op<std::int32_t>(dst, dst2, srcs, nsrc, count, op, ranks);
-    case DataType::kInt64: return reduce_dispatch_op<std::int64_t>(dst, dst2, srcs, nsrc, count, op, ranks);
+    case DataType::kFloat32: return reduce_dispatch_op<float>(dst, dst2, srcs, nsrc, count, op, ranks, s2);
+    case DataType::kFloat64: return reduce_dispatch_op<double>(dst, dst2, srcs, nsrc, count, op, ranks, s2);
+    case DataType::kInt32: return reduce_dispatch_op<std::int32_t>(dst, dst2, srcs, nsrc, count, op, ranks, s2);
+    case DataType::kInt64: return reduce_dispatch_op<std::int64_t>(dst, dst2, srcs, nsrc, count, op, ranks, s2);
     case DataType::kFloat16:
-    case DataType::kBFloat16: return reduce_dispatch_16bit(dst, dst2, srcs, nsrc, count, type, op, ranks);
+    case DataType::kBFloat16: return reduce_dispatch_16bit(dst, dst2, srcs, nsrc, count, type, op, ranks, s2);
   }
   MIRROR_THROW(kInvalidArgument, "unknown data type value " << static_cast<int>(type));
 }

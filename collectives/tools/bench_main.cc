@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
     copts.backend = o.backend;
     copts.timeout = std::chrono::milliseconds(o.timeout_ms);
     copts.host_transport = o.transport;
+    copts.shm_staging = o.staging;
     auto comm = mirror::coll::make_communicator(copts);
     MIRROR_CHECK(o.op != BenchOp::kBroadcast || (o.root >= 0 && o.root < comm->size()), kInvalidArgument,
                  "-r/--root " << o.root << " is out of range; expected 0.." << comm->size() - 1);
@@ -121,6 +122,12 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       std::printf("# Out of bounds values : %lld %s\n", wrong, o.check ? (wrong ? "FAILED" : "OK") : "(not checked)");
       std::printf("# Avg bus bandwidth    : %.3f GB/s\n", nrows ? busbw_sum / nrows : 0.0);
+      const auto staging = mirror::coll::shm_staging_counts(*comm);
+      if (staging.cached + staging.streaming > 0) {
+        std::printf("# shm staging stores (%s, rank 0): %llu pipelined allreduces cached, %llu streaming\n",
+                    mirror::coll::to_string(o.staging), static_cast<unsigned long long>(staging.cached),
+                    static_cast<unsigned long long>(staging.streaming));
+      }
       if (!o.json_path.empty()) {
         nlohmann::json doc = {{"op", to_string(o.op)}, {"ranks", comm->size()},
                               {"backend", mirror::coll::to_string(o.backend)}, {"type", mirror::coll::to_string(o.type)},

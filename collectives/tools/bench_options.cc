@@ -53,7 +53,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
   CLI::App app{"mirror-bench: time Mirror's collectives against plain MPI, in nccl-tests' table format.\n"
                "Run under mpirun, e.g. mpirun -np 2 mirror-bench allreduce -b 1K -e 64M -f 4 -c 1"};
   std::string op_name, min_text = "1K", max_text = "1M", type_name = "float32", redop_name = "sum";
-  std::string backend_name = "host", transport_name = "auto", stream_text = "64M";
+  std::string backend_name = "host", transport_name = "auto", staging_name = "auto", stream_text = "64M";
   int check = 1;
   app.add_option("op", op_name, "Collective to time")
       ->required()
@@ -84,6 +84,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                  "Host backend transport: auto (shared memory when all ranks share the node), shm or mpi")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "shm", "mpi"}));
+  app.add_option("--shm-staging", staging_name,
+                 "Shared-memory transport: how staging buffers are written: auto (measured), cached or streaming")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cached", "streaming"}));
   app.add_option("--stream", stream_text,
                  "Bytes per array of the STREAM-like copy/add measurement printed in the header (0: skip)")
       ->capture_default_str();
@@ -100,6 +104,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
     o.redop = coll::parse_reduce_op(redop_name);
     o.backend = coll::parse_backend(backend_name);
     o.transport = coll::parse_host_transport(transport_name);
+    o.staging = coll::parse_shm_staging(staging_name);
     o.stream_bytes = stream_text == "0" ? 0 : parse_size(stream_text, "--stream");
     o.check = check != 0;
     if (op_name == "allreduce") o.op = BenchOp::kAllreduce;

@@ -139,9 +139,37 @@ TEST_P(ShmLarge, IntegerAverageTruncatesTowardZero) {
 INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(HostTransport::kShm, HostTransport::kMpi),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
+// Large allreduces with the staging stores forced each way: kAuto switches between the two while a job
+// runs, so both must give exact results (pipelined sizes for every dtype, and the streamed-output size).
+class ShmStagingModes : public ::testing::TestWithParam<ShmStaging> {};
+
+TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.host_transport = HostTransport::kShm;
+  o.shm_staging = GetParam();
+  auto c = make_communicator(o);
+  for (DataType t : all_dtypes()) {
+    EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, 1000003, false));
+    EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kMax, 1000003, true));
+  }
+  const std::size_t streamed_output = (std::size_t{16} << 20) / 4 + 7;  // float32, >= 16 MiB out of place
+  EXPECT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kSum, streamed_output, false));
+  EXPECT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kAvg, streamed_output, true));
+  const ShmStagingCounts n = shm_staging_counts(*c);
+  const bool streaming = GetParam() == ShmStaging::kStreaming;
+  EXPECT_GE(streaming ? n.streaming : n.cached, 2u);
+  EXPECT_EQ(streaming ? n.cached : n.streaming, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ShmStagingModes, ::testing::Values(ShmStaging::kCached, ShmStaging::kStreaming),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
 TEST(ShmSelection, ForcedAndAutomaticTransports) {
   EXPECT_STREQ(transport_name(comm(HostTransport::kShm)), "shm");
   EXPECT_STREQ(transport_name(comm(HostTransport::kMpi)), "mpi");
+  const ShmStagingCounts none = shm_staging_counts(comm(HostTransport::kMpi));
+  EXPECT_EQ(none.cached + none.streaming, 0u);
   // Under mpirun on one machine every rank shares the node: auto must pick shared memory.
   CommOptions o;
   auto c = make_communicator(o);

@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -67,6 +68,16 @@ enum class HostTransport { kAuto, kShm, kMpi };
 const char* to_string(HostTransport transport);
 HostTransport parse_host_transport(std::string_view name);  // "auto" | "shm" | "mpi"
 
+// How the shared-memory transport writes the staging buffers that other ranks read during large
+// allreduces: kCached — plain stores (the reader takes the lines from the writer's cache: fastest when the
+// ranks' cores share a cache); kStreaming — non-temporal stores (the reader takes them from memory: no
+// cross-core invalidation, whose cost grows ~15x when a hypervisor places the virtual CPUs apart);
+// kAuto — each rank measures its own work time with both and keeps the cheaper, re-checking the other
+// in 2 of every 16 large allreduces (docs/collectives-shm.md). Results are identical in every mode.
+enum class ShmStaging { kAuto, kCached, kStreaming };
+const char* to_string(ShmStaging staging);
+ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "streaming"
+
 struct CommOptions {
   Backend backend = Backend::kHost;
   // Every blocking wait gives up after this long and throws kTimeout naming the collective.
@@ -78,6 +89,8 @@ struct CommOptions {
   bool progress_thread = true;
   // host: the transport (see HostTransport). kShm throws kInvalidArgument when the ranks span nodes.
   HostTransport host_transport = HostTransport::kAuto;
+  // host, shared-memory transport: how staging buffers are written (see ShmStaging).
+  ShmStaging shm_staging = ShmStaging::kAuto;
   // host: check that all ranks issue the same collective (op, dtype, count, reduction, root, order) by
   // sending a 32-byte fingerprint ahead of each collective's first message to each peer; a mismatch fails
   // on every rank with kInvalidArgument naming each rank's call. Off only to measure its cost (the
@@ -121,5 +134,14 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {})
 
 // What a communicator moves bytes with: "shm", "mpi" (host backend) or "nccl".
 const char* transport_name(const Communicator& comm);
+
+// Shared-memory transport only (zeros otherwise): how many large (pipelined) allreduces so far wrote the
+// staging buffers with plain stores and how many with streaming ones (see ShmStaging). Read it while no
+// call of `comm` is outstanding.
+struct ShmStagingCounts {
+  std::uint64_t cached = 0;
+  std::uint64_t streaming = 0;
+};
+ShmStagingCounts shm_staging_counts(const Communicator& comm);
 
 }  // namespace mirror::coll

@@ -1,0 +1,46 @@
+// shm_store_policy.h — StagingStorePolicy: whether one rank writes its shared-memory staging buffers with
+// plain or non-temporal stores in large allreduces.
+//
+// Why a choice at all: a plain store to a line that the other rank has just read must first invalidate
+// that rank's copy. Between cores that share a cache this is cheap; between virtual CPUs that the
+// hypervisor has placed on different core complexes or sockets it is not. Measured on the 2-vCPU build
+// machine (docs/collectives-shm.md): rewriting 1 MiB the peer had read took 26–30 µs in some minutes and
+// 430–650 µs in others, while non-temporal stores took 36–46 µs either way (and the peer reads such lines
+// from memory at 27–41 µs per MiB). Plain stores win when the placement is good, streaming stores avoid a
+// 3–4x slower allreduce when it is not, and the placement changes while a job runs. So in kAuto mode each
+// rank times its own work (waits excluded) per byte under both choices, keeps the cheaper, and re-measures
+// the other in the last two calls of every kExploreEvery (the first call after a change of choice is not
+// counted: it pays for lines the other choice left behind). Every rank decides for itself, all ranks
+// count the same calls, and the results do not depend on the choice.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "mirror/coll/communicator.h"
+
+namespace mirror::coll::detail {
+
+class StagingStorePolicy {
+ public:
+  static constexpr std::uint64_t kExploreEvery = 16;
+
+  explicit StagingStorePolicy(ShmStaging mode) : mode_(mode) {}
+
+  // Whether the next large allreduce writes staging buffers with non-temporal stores.
+  bool streaming() const;
+  // The work time (waits excluded) of an allreduce of `bytes` run with `streamed` stores.
+  void record(bool streamed, std::size_t bytes, std::chrono::nanoseconds work);
+  // Calls recorded so far with each choice: [0] plain, [1] streaming.
+  std::uint64_t calls(bool streamed) const { return counts_[streamed ? 1 : 0]; }
+
+ private:
+  ShmStaging mode_;
+  double cost_[2] = {-1.0, -1.0};  // ns per byte, [0] plain, [1] streaming; < 0 until measured
+  std::uint64_t counts_[2] = {0, 0};
+  bool have_last_ = false;  // a call has been recorded
+  bool last_ = false;       // ... and whether it streamed
+};
+
+}  // namespace mirror::coll::detail
