@@ -73,7 +73,7 @@ HostTransport parse_host_transport(std::string_view name);  // "auto" | "shm" | 
 // ranks' cores share a cache); kStreaming — non-temporal stores (the reader takes them from memory: no
 // cross-core invalidation, whose cost grows ~15x when a hypervisor places the virtual CPUs apart);
 // kAuto — each rank measures its own work time with both and keeps the cheaper, re-checking the other
-// in 2 of every 16 large allreduces (docs/collectives-shm.md). Results are identical in every mode.
+// in 2 of every 64 large allreduces (docs/collectives-shm.md). Results are identical in every mode.
 enum class ShmStaging { kAuto, kCached, kStreaming };
 const char* to_string(ShmStaging staging);
 ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "streaming"
