@@ -100,7 +100,7 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   // read-for-ownership of recv, and recv does not evict the input and staging buffers from the cache).
   const bool stream_out = send != recv && bytes >= kShmStreamBytes;
   // Staging buffers (read by the other ranks): plain or non-temporal stores, see shm_store_policy.h.
-  const bool stream_stage = staging_.streaming();
+  const bool stream_stage = staging_.streaming(bytes);
   auto store = [](bool stream, unsigned char* dst, const unsigned char* src, std::size_t n) {
     if (stream) shm_store_streaming(dst, src, n); else std::memcpy(dst, src, n);
   };

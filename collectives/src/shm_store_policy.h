@@ -10,8 +10,9 @@
 // 3–4x slower allreduce when it is not, and the placement changes while a job runs. So in kAuto mode each
 // rank times its own work (waits excluded) per byte under both choices, keeps the cheaper, and re-measures
 // the other in the last two calls of every kExploreEvery (the first call after a change of choice is not
-// counted: it pays for lines the other choice left behind). Every rank decides for itself, all ranks
-// count the same calls, and the results do not depend on the choice.
+// counted: it pays for lines the other choice left behind). Costs are kept per power-of-two size class:
+// a message that fits the cache costs less per byte than one that does not, whatever the stores. Every
+// rank decides for itself, all ranks see the same calls, and the results do not depend on the choice.
 #pragma once
 
 #include <chrono>
@@ -30,19 +31,26 @@ class StagingStorePolicy {
 
   explicit StagingStorePolicy(ShmStaging mode) : mode_(mode) {}
 
-  // Whether the next large allreduce writes staging buffers with non-temporal stores.
-  bool streaming() const;
+  // Whether the next large allreduce, of `bytes`, writes staging buffers with non-temporal stores.
+  bool streaming(std::size_t bytes) const;
   // The work time (waits excluded) of an allreduce of `bytes` run with `streamed` stores.
   void record(bool streamed, std::size_t bytes, std::chrono::nanoseconds work);
   // Calls recorded so far with each choice: [0] plain, [1] streaming.
   std::uint64_t calls(bool streamed) const { return counts_[streamed ? 1 : 0]; }
 
  private:
+  static constexpr std::size_t kSizeClasses = 65;  // std::bit_width of the message bytes
+  struct SizeClass {
+    double cost[2] = {-1.0, -1.0};  // ns per byte, [0] plain, [1] streaming; < 0 until measured
+    std::uint64_t calls = 0;
+    bool last_streamed = false;  // the choice of this class's last call
+  };
+  SizeClass& size_class(std::size_t bytes);
+  const SizeClass& size_class(std::size_t bytes) const;
+
   ShmStaging mode_;
-  double cost_[2] = {-1.0, -1.0};  // ns per byte, [0] plain, [1] streaming; < 0 until measured
+  SizeClass classes_[kSizeClasses];
   std::uint64_t counts_[2] = {0, 0};
-  bool have_last_ = false;  // a call has been recorded
-  bool last_ = false;       // ... and whether it streamed
 };
 
 }  // namespace mirror::coll::detail

@@ -19,10 +19,11 @@ constexpr std::size_t kBytes = std::size_t{16} << 20;
 constexpr std::uint64_t kPeriod = StagingStorePolicy::kExploreEvery;
 
 // Runs one call of the policy with the given cost per byte for each choice; returns what it chose.
-bool run_call(StagingStorePolicy& p, double cached_ns_per_byte, double streaming_ns_per_byte) {
-  const bool s = p.streaming();
+bool run_call(StagingStorePolicy& p, double cached_ns_per_byte, double streaming_ns_per_byte,
+              std::size_t bytes = kBytes) {
+  const bool s = p.streaming(bytes);
   const double per_byte = s ? streaming_ns_per_byte : cached_ns_per_byte;
-  p.record(s, kBytes, nanoseconds(static_cast<std::int64_t>(per_byte * static_cast<double>(kBytes))));
+  p.record(s, bytes, nanoseconds(static_cast<std::int64_t>(per_byte * static_cast<double>(bytes))));
   return s;
 }
 
@@ -89,6 +90,24 @@ TEST(StagingStorePolicy, OneSlowCallCountsHalf) {
   EXPECT_FALSE(run_call(p, 1.6, 1.4));
   EXPECT_FALSE(run_call(p, 1.6, 1.4));
   EXPECT_TRUE(run_call(p, 1.6, 1.4));
+}
+
+TEST(StagingStorePolicy, SizeClassesAreMeasuredApart) {
+  StagingStorePolicy p(ShmStaging::kAuto);
+  const std::size_t small = std::size_t{4} << 20, large = std::size_t{64} << 20;
+  // 4 MiB messages: plain stores cheaper (0.2 vs 0.3 ns/B, all in cache); 64 MiB: streaming cheaper
+  // (0.8 vs 0.6). Every per-byte cost at 64 MiB exceeds both at 4 MiB, so one shared estimate would
+  // pick whichever choice was last measured on the small messages.
+  for (int i = 0; i < 8; ++i) {
+    run_call(p, 0.2, 0.3, small);
+    run_call(p, 0.8, 0.6, large);
+  }
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_FALSE(p.streaming(small));
+    run_call(p, 0.2, 0.3, small);
+    EXPECT_TRUE(p.streaming(large));
+    run_call(p, 0.8, 0.6, large);
+  }
 }
 
 TEST(ShmStagingNames, ParseAndPrint) {
