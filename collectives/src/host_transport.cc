@@ -34,7 +34,8 @@ ShmStaging parse_shm_staging(std::string_view name) {
   if (name == "auto") return ShmStaging::kAuto;
   if (name == "cached") return ShmStaging::kCached;
   if (name == "streaming") return ShmStaging::kStreaming;
-  MIRROR_THROW(kInvalidArgument, "unknown shared-memory staging mode '" << name << "'; expected auto, cached or streaming");
+  MIRROR_THROW(kInvalidArgument,
+               "unknown shared-memory staging mode '" << name << "'; expected auto, cached or streaming");
 }
 
 }  // namespace mirror::coll

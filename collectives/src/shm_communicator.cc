@@ -108,7 +108,8 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
       range(j, q, a, b, &lo, &hi);
-      if (q != rank_ && hi > lo) store(stream_stage, buffer(rank_, j) + q * region + a * es, send + lo * es, (hi - lo) * es);
+      if (q == rank_ || hi == lo) continue;
+      store(stream_stage, buffer(rank_, j) + q * region + a * es, send + lo * es, (hi - lo) * es);
     }
   };
   auto reduce_own = [&](std::size_t j, std::size_t a, std::size_t b) {
@@ -123,7 +124,8 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     for (int q = 0; q < size_; ++q) {
       std::size_t lo = 0, hi = 0;
       range(j, q, a, b, &lo, &hi);
-      if (q != rank_ && hi > lo) store(stream_out, recv + lo * es, buffer(q, j) + q * region + a * es, (hi - lo) * es);
+      if (q == rank_ || hi == lo) continue;
+      store(stream_out, recv + lo * es, buffer(q, j) + q * region + a * es, (hi - lo) * es);
     }
   };
   Clock::duration work{};

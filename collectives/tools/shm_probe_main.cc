@@ -103,8 +103,12 @@ int main(int argc, char** argv) {
   CLI::App app{"mirror-shm-probe: cost of writing/reading lines shared by two ranks' cores (run: mpirun -np 2)"};
   int mib = 1, repeats = 10, segments = 8;
   app.add_option("--mib", mib, "MiB per region")->capture_default_str()->check(CLI::Range(1, 256));
-  app.add_option("--repeats", repeats, "Measurements per segment")->capture_default_str()->check(CLI::Range(1, 10000));
-  app.add_option("--segments", segments, "Fresh shared segments, one line each")->capture_default_str()->check(CLI::Range(1, 10000));
+  app.add_option("--repeats", repeats, "Measurements per segment")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  app.add_option("--segments", segments, "Fresh shared segments, one line each")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,14 +122,18 @@ int main(int argc, char** argv) {
   int node_ranks = 0;
   MPI_Comm_size(node, &node_ranks);
   if (ranks != 2 || node_ranks != 2) {
-    if (rank == 0) std::fprintf(stderr, "error: mirror-shm-probe needs exactly 2 ranks on one node (got %d, %d on this node)\n", ranks, node_ranks);
+    if (rank == 0) {
+      std::fprintf(stderr, "error: mirror-shm-probe needs exactly 2 ranks on one node (got %d, %d on this node)\n",
+                   ranks, node_ranks);
+    }
     MPI_Comm_free(&node);
     return 2;
   }
   std::uint64_t sink = 0;
   std::vector<std::vector<double>> rows;
   if (rank == 0) {
-    std::printf("# mirror-shm-probe: 2 ranks, %d MiB regions, %d repeats per segment, us per MiB (lower is faster)\n", mib, repeats);
+    std::printf("# mirror-shm-probe: 2 ranks, %d MiB regions, %d repeats per segment, us per MiB (lower is faster)\n",
+                mib, repeats);
     std::printf("%8s", "segment");
     for (const char* n : kNames) std::printf(" %23s", n);
     std::printf("\n");
