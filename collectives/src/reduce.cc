@@ -3,33 +3,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "mirror/coll/half.h"
 #include "mirror/error.h"
+#include "wrapping_arith.h"
 
 namespace mirror::coll::detail {
 namespace {
-
-template <typename T>
-T wrap_add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T>
-T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
 
 // dst[i] = a[i] op b[i]; dst may be a (no __restrict: the in-place form is the common one).
 template <typename T>

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "mirror/coll/half.h"
 #include "mirror/coll/types.h"
 #include "mirror/error.h"
 #include "shm_reduce.h"
+#include "wrapping_arith.h"
 
 namespace mirror::coll::detail {
 namespace {
@@ -21,25 +21,11 @@ constexpr std::size_t kKernelBlock = 2048;  // elements per block: the accumulat
 
 template <typename T>
 struct AddOp {
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
+  T operator()(T a, T b) const { return wrap_add(a, b); }
 };
 template <typename T>
 struct MulOp {
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return a * b;
-    }
-  }
+  T operator()(T a, T b) const { return wrap_mul(a, b); }
 };
 template <typename T>
 struct MinOp {
