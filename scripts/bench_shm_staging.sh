@@ -18,6 +18,9 @@ while [ $# -gt 0 ]; do
     *) echo "bench_shm_staging.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+for v in "$repeats" "$np"; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || { echo "bench_shm_staging.sh: --repeats and --np take a positive integer, got '$v'" >&2; exit 2; }
+done
 build="${BUILD_DIR:-build}"
 bench="$root/$build/collectives/mirror-bench"
 [ -x "$bench" ] || { echo "bench_shm_staging.sh: build first (scripts/test.sh), or set BUILD_DIR" >&2; exit 2; }

@@ -137,7 +137,8 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
       if (j >= 1 && j <= steps) reduce_own(j - 1, a, b);
       if (j < steps) copy_in(j, a, b);
     }
-    shm_stream_fence();  // non-temporal stores are visible before the signal (and before the call returns)
+    // Non-temporal stores are visible before the signal (and before the call returns).
+    if (stream_stage || stream_out) shm_stream_fence();
     work += Clock::now() - start;
     if (j <= steps) step(call, ctx);
   }

@@ -11,6 +11,7 @@
 
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
+#include "skipped_collective.h"
 
 namespace mirror::coll {
 namespace {
@@ -41,69 +42,33 @@ void expect_timeout(const Error& e, const std::string& op) {
 TEST(Timeout, SkippedBlockingCollectiveTimesOut) {
   auto c = make_short_timeout();
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  float v[4] = {1, 1, 1, 1};
-  c->allreduce(v, v, 4, DataType::kFloat32, ReduceOp::kSum);  // #0: everyone
-  EXPECT_EQ(v[0], static_cast<float>(c->size()));
-  if (c->rank() == 0) return;  // rank 0 skips #1
-  try {
-    c->allreduce(v, v, 4, DataType::kFloat32, ReduceOp::kSum);
-    ADD_FAILURE() << "allreduce without rank 0 did not time out";
-  } catch (const Error& e) {
-    expect_timeout(e, "allreduce");
-  }
-  // The communicator is unusable now, and says why.
-  try {
-    c->barrier();
-    ADD_FAILURE() << "barrier on a failed communicator succeeded";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("earlier failure"), std::string::npos) << e.what();
-  }
+  testing::run_skipped_blocking(*c, [](const Error& e) { expect_timeout(e, "allreduce"); }, true);
 }
 
 TEST(Timeout, SkippedAsyncCollectiveTimesOutInWait) {
   auto c = make_short_timeout();
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  std::int32_t v[4] = {1, 2, 3, 4};
-  c->allreduce(v, v, 4, DataType::kInt32, ReduceOp::kMax);  // #0
-  if (c->rank() == 0) return;
-  Work w = c->allreduce_async(v, v, 4, DataType::kInt32, ReduceOp::kMax);
-  try {
-    w.wait();
-    ADD_FAILURE() << "async allreduce without rank 0 did not time out";
-  } catch (const Error& e) {
-    expect_timeout(e, "allreduce");
-  }
+  testing::run_skipped_async(*c, [](const Error& e) { expect_timeout(e, "allreduce"); });
 }
 
 TEST(Timeout, MpiTransportNamesTheMissingRank) {
   auto c = make_short_timeout(HostTransport::kMpi);
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  float v[4] = {1, 1, 1, 1};
-  c->allreduce(v, v, 4, DataType::kFloat32, ReduceOp::kSum);  // #0
-  if (c->rank() == 0) return;  // rank 0 skips #1 and is next seen in another test's set-up
-  try {
-    c->allreduce(v, v, 4, DataType::kFloat32, ReduceOp::kSum);
-    ADD_FAILURE() << "allreduce without rank 0 did not time out";
-  } catch (const Error& e) {
+  const int size = c->size();
+  testing::run_skipped_blocking(*c, [size](const Error& e) {
     expect_timeout(e, "allreduce");
-    expect_rank0_missing(e, c->size());
-  }
+    expect_rank0_missing(e, size);
+  }, false);
 }
 
 TEST(Timeout, MpiTransportAsyncNamesTheMissingRank) {
   auto c = make_short_timeout(HostTransport::kMpi);
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  std::int32_t v[4] = {1, 2, 3, 4};
-  c->allreduce(v, v, 4, DataType::kInt32, ReduceOp::kMax);  // #0
-  if (c->rank() == 0) return;
-  Work w = c->allreduce_async(v, v, 4, DataType::kInt32, ReduceOp::kMax);
-  try {
-    w.wait();
-    ADD_FAILURE() << "async allreduce without rank 0 did not time out";
-  } catch (const Error& e) {
+  const int size = c->size();
+  testing::run_skipped_async(*c, [size](const Error& e) {
     expect_timeout(e, "allreduce");
-    expect_rank0_missing(e, c->size());
-  }
+    expect_rank0_missing(e, size);
+  });
 }
 
 TEST(Timeout, SkippingOneCollectiveAndCallingTheNextIsAMismatch) {
