@@ -109,6 +109,7 @@ ShmStagingCounts shm_staging_counts(const Communicator& comm) {
   if (const auto* shm = dynamic_cast<const detail::ShmCommunicator*>(&comm)) {
     counts.cached = shm->staging_calls(false);
     counts.streaming = shm->staging_calls(true);
+    counts.direct = shm->direct_calls();
   }
   return counts;
 }

@@ -207,6 +207,10 @@ class NcclCommunicator final : public Communicator {
   void barrier() override {
     issue({CallKind::kBarrier, barrier_buf_, barrier_buf_, 1, DataType::kInt32, ReduceOp::kSum, 0, 0}, false);
   }
+  SharedBuffer allocate_shared(std::size_t bytes) override {
+    MIRROR_THROW(kInvalidArgument, "allocate_shared(" << bytes << " bytes): the nccl backend works on device "
+                                  "memory (cudaMalloc); shared host buffers are for the host backend");
+  }
 
  private:
   Work issue(CollectiveCall call, bool async);

@@ -2,9 +2,11 @@
 #include "shm_communicator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
+#include "shared_buffer.h"
 #include "shm_reduce.h"
 
 namespace mirror::coll::detail {
@@ -24,7 +26,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       control_(segment_->data(), rank, size),
       data_(segment_->data() + ShmControl::bytes(size)),
       options_(options),
-      staging_(options.shm_staging) {
+      staging_(options.shm_staging),
+      direct_stores_(options.shm_staging) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
 }
 
@@ -57,21 +60,34 @@ void ShmCommunicator::step(const CollectiveCall& call, const OpContext& ctx) {
 }
 
 void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t bytes = call.count * dtype_size(call.type);
+  if (call.count == 0) return step(call, ctx);
+  // The agreement sync of shared buffers: only once any exist (then on every rank), and only where the
+  // direct path would beat the single-sync one.
+  if (bytes > kShmSmallBytes && size_ > 1 && any_shared_.load(std::memory_order_acquire)) {
+    if (allreduce_direct(call, ctx)) return;
+  } else if (bytes <= kShmSlotBytes &&
+             (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
+    return allreduce_small(call, ctx);
+  }
+  allreduce_staged(call, ctx);
+}
+
+void ShmCommunicator::allreduce_small(const CollectiveCall& call, const OpContext& ctx) {
+  // One copy in, one sync, everyone reduces everything.
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  std::memcpy(slot(rank_), call.send, call.count * dtype_size(call.type));
+  step(call, ctx);
+  for (int q = 0; q < size_; ++q) srcs[q] = slot(q);
+  shm_reduce(call.recv, nullptr, srcs.data(), size_, call.count, call.type, call.op, size_);
+  next_use();
+}
+
+void ShmCommunicator::allreduce_staged(const CollectiveCall& call, const OpContext& ctx) {
   const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
-  if (count == 0) return step(call, ctx);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
-  if (bytes <= kShmSlotBytes &&
-      (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
-    // One copy in, one sync, everyone reduces everything.
-    std::memcpy(slot(rank_), send, bytes);
-    step(call, ctx);
-    for (int q = 0; q < size_; ++q) srcs[q] = slot(q);
-    shm_reduce(recv, nullptr, srcs.data(), size_, count, call.type, call.op, size_);
-    next_use();
-    return;
-  }
   // Pipelined reduce-scatter + all-gather, one synchronisation per step: between syncs j-1 and j a rank
   // copies out the chunks reduced in step j-2, reduces its chunk of step j-1, and copies in step j. Each
   // rank's chunk has a fixed region in every buffer, so copying in step j (regions of the other ranks'
@@ -144,6 +160,111 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   }
   staging_.record(stream_stage, bytes, std::chrono::duration_cast<std::chrono::nanoseconds>(work));
   use_ += steps;
+}
+
+bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpContext& ctx) {
+  using Places = ShmControl::BufferPlaces;
+  const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
+  // Hold every live shared buffer for the whole call, so the places published stay true.
+  std::array<std::shared_ptr<ShmRegion>, kShmSharedSlots> held;
+  Places mine;
+  mine.bytes = bytes;
+  {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    for (int s = 0; s < kShmSharedSlots; ++s) {
+      held[s] = shared_[s].lock();
+      if (held[s]) mine.live |= std::uint64_t{1} << s;
+    }
+  }
+  for (const auto& region : held) {
+    std::size_t off = 0;
+    if (!region) continue;
+    if (!Places::placed(mine.send) && region->holds(call.send, bytes, &off)) mine.send = Places::place(region->slot(), off);
+    if (!Places::placed(mine.recv) && region->holds(call.recv, bytes, &off)) mine.recv = Places::place(region->slot(), off);
+  }
+  control_.publish_buffers(call.seq, mine);
+  step(call, ctx);  // every rank's send is written and its recv free; the places are visible
+
+  // The same decision on every rank: it depends only on what all ranks published.
+  std::vector<Places> all(static_cast<std::size_t>(size_));
+  std::uint64_t live = ~std::uint64_t{0};
+  for (int q = 0; q < size_; ++q) {
+    all[q] = control_.buffers(q, call.seq);
+    live &= all[q].live;
+  }
+  for (const Places& p : all) {
+    if (!Places::placed(p.send) || !Places::placed(p.recv) || p.bytes != bytes) return false;
+    if (!(live >> Places::slot_of(p.send) & 1) || !(live >> Places::slot_of(p.recv) & 1)) return false;
+  }
+  auto send_of = [&](int q) -> const unsigned char* {
+    return held[Places::slot_of(all[q].send)]->part(q) + Places::offset_of(all[q].send);
+  };
+  auto recv_of = [&](int q) -> unsigned char* {
+    return held[Places::slot_of(all[q].recv)]->part(q) + Places::offset_of(all[q].recv);
+  };
+
+  // Rank r reduces chunk r (chunks start on 64-byte boundaries) in pieces of kShmInterleaveBytes.
+  const std::size_t align = std::max<std::size_t>(1, 64 / es);
+  const std::size_t chunk = ceil_div(ceil_div(count, static_cast<std::size_t>(size_)), align) * align;
+  const std::size_t lo = std::min(count, static_cast<std::size_t>(rank_) * chunk);
+  const std::size_t hi = std::min(count, lo + chunk);
+  const std::size_t piece = std::max<std::size_t>(1, kShmInterleaveBytes / es);
+  const bool stream_own = call.send != call.recv && bytes >= kShmStreamBytes;
+  const bool stream_peer = direct_stores_.streaming(bytes);
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  const auto start = Clock::now();
+  for (std::size_t a = lo; a < hi; a += piece) {
+    const std::size_t n = std::min(piece, hi - a);
+    for (int q = 0; q < size_; ++q) srcs[q] = send_of(q) + a * es;
+    unsigned char* own = recv_of(rank_) + a * es;
+    if (size_ == 2) {
+      shm_reduce(own, recv_of(1 - rank_) + a * es, srcs.data(), size_, n, call.type, call.op, size_,
+                 ReduceStores{stream_own, stream_peer});
+      continue;
+    }
+    shm_reduce(own, nullptr, srcs.data(), size_, n, call.type, call.op, size_, ReduceStores{stream_own, false});
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      if (stream_peer) shm_store_streaming(recv_of(q) + a * es, own, n * es);
+      else std::memcpy(recv_of(q) + a * es, own, n * es);
+    }
+  }
+  if (stream_own || stream_peer) shm_stream_fence();
+  direct_stores_.record(stream_peer, bytes,
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start));
+  step(call, ctx);  // every rank's recv is complete
+  return true;
+}
+
+SharedBuffer ShmCommunicator::allocate_shared(std::size_t bytes) {
+  std::vector<std::uint64_t> all;
+  agree_shared_bytes(*this, bytes, &all);
+  if (bytes == 0) return {};
+  // The lowest slot free on every rank.
+  std::int64_t free_here = 0;
+  {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    for (int s = 0; s < kShmSharedSlots; ++s)
+      if (shared_[s].expired()) free_here |= std::int64_t{1} << s;
+  }
+  std::vector<std::int64_t> frees(static_cast<std::size_t>(size_));
+  allgather(&free_here, frees.data(), 1, DataType::kInt64);
+  std::uint64_t common = ~std::uint64_t{0};
+  for (std::int64_t f : frees) common &= static_cast<std::uint64_t>(f);
+  MIRROR_CHECK(common != 0, kInvalidArgument,
+               "allocate_shared(" << bytes << " bytes): " << kShmSharedSlots
+                                  << " shared buffers of this communicator are still alive on some rank; "
+                                     "release one (drop every SharedBuffer copy of it) first");
+  const int slot = std::countr_zero(common);
+  const std::size_t rounded = (bytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+  std::shared_ptr<ShmRegion> region = ShmRegion::create(*this, segment_->name(), slot, rounded);
+  {
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    shared_[slot] = region;
+  }
+  any_shared_.store(true, std::memory_order_release);
+  unsigned char* mine = region->part(rank_);
+  return SharedBuffer(std::shared_ptr<void>(std::move(region), mine), bytes);
 }
 
 void ShmCommunicator::do_broadcast(const CollectiveCall& call, const OpContext& ctx) {

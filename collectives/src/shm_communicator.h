@@ -15,6 +15,13 @@
 //     Staging buffers are written with plain or non-temporal stores as StagingStorePolicy decides
 //     (shm_store_policy.h: measured per rank; CommOptions::shm_staging can fix it). Per rank and message
 //     byte: reads 2(n-1)/n + 1, writes 2(n-1)/n + 2/n (n = 2: 2 and 2).
+//   allreduce (> 64 KiB) on shared buffers (allocate_shared, shm_region.h), once any exist: each rank
+//     publishes where its send and recv lie; one sync, at which the ranks agree on the path (direct when
+//     every rank's send and recv lie in shared buffers every rank holds, otherwise the staging path
+//     above, one sync later); rank r reduces chunk r straight from every rank's send into every rank's
+//     recv (two outputs of one kernel pass for 2 ranks; a copy from its own recv for more); one sync.
+//     Per rank and message byte: reads 1, writes 1 (no staging). Writes into other ranks' recv use plain
+//     or non-temporal stores as a second StagingStorePolicy decides.
 //   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
 //   allgather: copy in; sync; copy every other rank's block out. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
@@ -24,6 +31,8 @@
 // latch as HostCommunicator: after a timeout or mismatch every later call throws, naming the first.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,6 +44,7 @@
 #include "op_queue.h"
 #include "queued_communicator.h"
 #include "shm_control.h"
+#include "shm_region.h"
 #include "shm_segment.h"
 #include "shm_store_policy.h"
 #include "transport.h"
@@ -55,6 +65,8 @@ constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
 // bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
+// Shared buffers (allocate_shared) alive at once, per communicator.
+constexpr int kShmSharedSlots = 64;
 
 class ShmCommunicator final : public QueuedCommunicator {
  public:
@@ -67,10 +79,19 @@ class ShmCommunicator final : public QueuedCommunicator {
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
   // is outstanding).
   std::uint64_t staging_calls(bool streamed) const { return staging_.calls(streamed); }
+  // Allreduces so far that took the direct path on shared buffers (same reading rule).
+  std::uint64_t direct_calls() const { return direct_stores_.calls(false) + direct_stores_.calls(true); }
+
+  SharedBuffer allocate_shared(std::size_t bytes) override;
 
  private:
   void run(const CollectiveCall& call, const OpContext& ctx) override;
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
+  void allreduce_small(const CollectiveCall& call, const OpContext& ctx);
+  void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
+  // Publishes the call's buffer places, syncs, and runs the direct path if every rank can; false (after
+  // the sync) when the staging path must run instead.
+  bool allreduce_direct(const CollectiveCall& call, const OpContext& ctx);
   void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
   void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
@@ -90,6 +111,13 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t use_ = 0;    // staging buffer uses so far (parity picks the buffer)
   bool first_step_ = false;
   StagingStorePolicy staging_;  // plain or streaming staging stores in pipelined allreduces
+  StagingStorePolicy direct_stores_;  // the same for writes into other ranks' recv on the direct path
+  // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
+  std::mutex shared_mu_;
+  std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;
+  // Set (on every rank, by the same collective call) once a shared buffer was made: from then on,
+  // large allreduces begin with the agreement sync.
+  std::atomic<bool> any_shared_{false};
 };
 
 }  // namespace mirror::coll::detail

@@ -50,13 +50,15 @@ bool same_call(const CollectiveCall& a, const CollectiveCall& b) {
 }  // namespace
 
 std::size_t ShmControl::bytes(int size) {
-  const std::size_t raw = static_cast<std::size_t>(size) * (sizeof(PhaseLine) + sizeof(DescLine));
+  const std::size_t raw = static_cast<std::size_t>(size) * (sizeof(PhaseLine) + sizeof(DescLine) + sizeof(BufferLine));
   return (raw + 4095) / 4096 * 4096;
 }
 
 ShmControl::ShmControl(unsigned char* base, int rank, int size)
     : phases_(reinterpret_cast<PhaseLine*>(base)),
       descs_(reinterpret_cast<DescLine*>(base + static_cast<std::size_t>(size) * sizeof(PhaseLine))),
+      buffer_lines_(reinterpret_cast<BufferLine*>(base + static_cast<std::size_t>(size) *
+                                                             (sizeof(PhaseLine) + sizeof(DescLine)))),
       rank_(rank),
       size_(size) {}
 
@@ -65,6 +67,24 @@ void ShmControl::publish(const CollectiveCall& call) {
   w[0].store(call.seq, std::memory_order_relaxed);
   w[1].store(pack(call), std::memory_order_relaxed);
   w[2].store(call.count, std::memory_order_relaxed);
+}
+
+void ShmControl::publish_buffers(std::uint64_t seq, const BufferPlaces& places) {
+  auto& w = buffer_lines_[rank_].word[seq & 1];
+  w[0].store(places.send, std::memory_order_relaxed);
+  w[1].store(places.recv, std::memory_order_relaxed);
+  w[2].store(places.live, std::memory_order_relaxed);
+  w[3].store(places.bytes, std::memory_order_relaxed);
+}
+
+ShmControl::BufferPlaces ShmControl::buffers(int q, std::uint64_t seq) const {
+  const auto& w = buffer_lines_[q].word[seq & 1];
+  BufferPlaces p;
+  p.send = w[0].load(std::memory_order_relaxed);
+  p.recv = w[1].load(std::memory_order_relaxed);
+  p.live = w[2].load(std::memory_order_relaxed);
+  p.bytes = w[3].load(std::memory_order_relaxed);
+  return p;
 }
 
 void ShmControl::signal(std::uint64_t phase) {

@@ -9,7 +9,9 @@
 // data. Waits spin briefly, then sleep on a futex on the missing rank's counter (shared, not private:
 // the segment is mapped by several processes), woken by that rank's signal when it sees a waiter
 // registered (no lost wake-ups: both sides use sequentially consistent operations), so a machine
-// loaded with other work does not leave a rank polling or oversleeping. Waits give up at the op's
+// loaded with other work does not leave a rank polling or oversleeping. Per rank also a line of where
+// the call's buffers lie in shared buffers (publish_buffers), for allreduces that read and write the
+// other ranks' buffers directly. Waits give up at the op's
 // deadline with kTimeout naming the op, the phase, and the ranks that did not arrive with the last
 // collective each issued.
 #pragma once
@@ -39,6 +41,25 @@ class ShmControl {
   // After the first wait of `call`: throws kInvalidArgument if any rank's descriptor differs.
   void check_agreement(const CollectiveCall& call) const;
 
+  // Where one rank's send and recv buffers of a call lie: in which shared buffer (slot) at which offset,
+  // or not in one; which shared buffers that rank holds alive for the call; the call's bytes.
+  struct BufferPlaces {
+    static constexpr std::uint64_t kNowhere = 0;
+    static std::uint64_t place(int slot, std::size_t offset) {
+      return static_cast<std::uint64_t>(offset) << 8 | static_cast<std::uint64_t>(slot) << 1 | 1;
+    }
+    static bool placed(std::uint64_t p) { return (p & 1) != 0; }
+    static int slot_of(std::uint64_t p) { return static_cast<int>((p >> 1) & 0x7f); }
+    static std::size_t offset_of(std::uint64_t p) { return static_cast<std::size_t>(p >> 8); }
+    std::uint64_t send = kNowhere, recv = kNowhere;
+    std::uint64_t live = 0;  // bit s: shared buffer s
+    std::uint64_t bytes = 0;
+  };
+  // Before the call's first signal.
+  void publish_buffers(std::uint64_t seq, const BufferPlaces& places);
+  // Rank q's places for call `seq` (after the call's first wait).
+  BufferPlaces buffers(int q, std::uint64_t seq) const;
+
  private:
   struct alignas(64) PhaseLine {
     std::atomic<std::uint64_t> phase;    // the futex word is its low 32 bits (little-endian)
@@ -48,6 +69,9 @@ class ShmControl {
     // [parity][0] seq, [1] kind | dtype << 8 | op << 16 | (root + 1) << 32, [2] count
     std::atomic<std::uint64_t> word[2][3];
   };
+  struct alignas(64) BufferLine {
+    std::atomic<std::uint64_t> word[2][4];  // [parity] send, recv, live, bytes
+  };
   CollectiveCall read_desc(int rank, std::uint64_t seq_parity) const;
   CollectiveCall latest_desc(int rank) const;  // for timeout messages
   // Sleeps until rank q's phase reaches `phase`, the deadline passes, or a short slice ends.
@@ -56,6 +80,7 @@ class ShmControl {
 
   PhaseLine* phases_;
   DescLine* descs_;
+  BufferLine* buffer_lines_;
   int rank_;
   int size_;
 };

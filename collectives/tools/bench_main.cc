@@ -34,10 +34,11 @@ const char* mpi_name(BenchOp op) {
 void print_header(const BenchOptions& o, const mirror::coll::Communicator& comm) {
   const int ranks = comm.size();
   std::printf("# mirror-bench %s: %d ranks, backend %s (transport %s), type %s, redop %s, root %d, iters %d "
-              "(fewer above 8 MiB), warmup %d, check %s\n",
+              "(fewer above 8 MiB), warmup %d, check %s, %s buffers\n",
               to_string(o.op), ranks, mirror::coll::to_string(o.backend), mirror::coll::transport_name(comm),
               mirror::coll::to_string(o.type),
-              mirror::coll::to_string(o.redop), o.root, o.iters, o.warmup, o.check ? "on" : "off");
+              mirror::coll::to_string(o.redop), o.root, o.iters, o.warmup, o.check ? "on" : "off",
+              o.shared_buffers ? "shared (-R 1)" : "ordinary");
   std::printf("# %45s %-33s %-33s %s\n", "", "out-of-place", "in-place", mpi_name(o.op));
   std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", "size", "count", "type",
               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "time", "busbw",
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
         std::printf("# shm staging stores (%s, rank 0): %llu pipelined allreduces cached, %llu streaming\n",
                     mirror::coll::to_string(o.staging), static_cast<unsigned long long>(staging.cached),
                     static_cast<unsigned long long>(staging.streaming));
+      }
+      if (staging.direct > 0) {
+        std::printf("# shm direct allreduces (shared buffers, rank 0): %llu\n",
+                    static_cast<unsigned long long>(staging.direct));
       }
       if (!o.json_path.empty()) {
         nlohmann::json doc = {{"op", to_string(o.op)}, {"ranks", comm->size()},

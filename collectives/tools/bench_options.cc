@@ -54,7 +54,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                "Run under mpirun, e.g. mpirun -np 2 mirror-bench allreduce -b 1K -e 64M -f 4 -c 1"};
   std::string op_name, min_text = "1K", max_text = "1M", type_name = "float32", redop_name = "sum";
   std::string backend_name = "host", transport_name = "auto", staging_name = "auto", stream_text = "64M";
-  int check = 1;
+  int check = 1, shared = 0;
   app.add_option("op", op_name, "Collective to time")
       ->required()
       ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reduce_scatter"}));
@@ -88,6 +88,11 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                  "Shared-memory transport: how staging buffers are written: auto (measured), cached or streaming")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cached", "streaming"}));
+  app.add_option("-R,--shared-buffers", shared,
+                 "Host buffers from Communicator::allocate_shared (1), which the shared-memory transport's "
+                 "allreduce reads and writes directly, or ordinary memory (0); like nccl-tests' -R")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1));
   app.add_option("--stream", stream_text,
                  "Bytes per array of the STREAM-like copy/add measurement printed in the header (0: skip)")
       ->capture_default_str();
@@ -107,6 +112,9 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
     o.staging = coll::parse_shm_staging(staging_name);
     o.stream_bytes = stream_text == "0" ? 0 : parse_size(stream_text, "--stream");
     o.check = check != 0;
+    o.shared_buffers = shared != 0;
+    MIRROR_CHECK(!(o.shared_buffers && o.backend == coll::Backend::kNccl), kInvalidArgument,
+                 "-R/--shared-buffers 1 needs --backend host (the nccl backend works on device memory)");
     if (op_name == "allreduce") o.op = BenchOp::kAllreduce;
     else if (op_name == "broadcast") o.op = BenchOp::kBroadcast;
     else if (op_name == "allgather") o.op = BenchOp::kAllgather;

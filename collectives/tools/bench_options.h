@@ -28,6 +28,7 @@ struct BenchOptions {
   coll::Backend backend = coll::Backend::kHost;
   coll::HostTransport transport = coll::HostTransport::kAuto;  // host backend: auto | shm | mpi
   coll::ShmStaging staging = coll::ShmStaging::kAuto;          // shm transport: auto | cached | streaming
+  bool shared_buffers = false;  // host buffers from Communicator::allocate_shared (nccl-tests' -R analogue)
   std::size_t stream_bytes = std::size_t{64} << 20;  // STREAM-like measurement per array; 0: skip it
   long timeout_ms = 60000;
   std::string json_path;  // empty: no JSON

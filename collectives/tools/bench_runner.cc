@@ -34,28 +34,47 @@ int iterations_for(std::size_t bytes, int iters) {
   return static_cast<int>(std::max<std::size_t>(2, std::min<std::size_t>(iters, kBudget / bytes)));
 }
 
-// Host buffers, mirrored on the device for the nccl backend. `send`/`recv` hold the largest layout.
+// Host buffers (ordinary memory, or Communicator::allocate_shared with --shared-buffers), mirrored on the
+// device for the nccl backend. They hold the largest layout so far.
 struct BenchRunner::Buffers {
-  std::vector<unsigned char> send, recv;
+  std::vector<unsigned char> send_vec, recv_vec;
+  coll::SharedBuffer send_shared, recv_shared;
+  coll::Communicator* shared_from = nullptr;  // set: host buffers come from allocate_shared
+  std::size_t send_bytes = 0, recv_bytes = 0;
   std::unique_ptr<coll::DeviceBuffer> dsend, drecv;
   bool device = false;
-  void* send_ptr() { return device ? dsend->data() : send.data(); }
-  void* recv_ptr() { return device ? drecv->data() : recv.data(); }
-  void resize(std::size_t send_bytes, std::size_t recv_bytes) {
-    send.resize(send_bytes);
-    recv.resize(recv_bytes);
+  unsigned char* send() { return shared_from ? send_shared.as<unsigned char>() : send_vec.data(); }
+  unsigned char* recv() { return shared_from ? recv_shared.as<unsigned char>() : recv_vec.data(); }
+  void* send_ptr() { return device ? dsend->data() : send(); }
+  void* recv_ptr() { return device ? drecv->data() : recv(); }
+  // Collective with --shared-buffers (every rank runs the same rows).
+  void resize(std::size_t new_send, std::size_t new_recv) {
+    if (shared_from) {
+      if (send_shared.bytes() < new_send) {
+        send_shared = {};  // the old one goes first: its slot can be reused
+        send_shared = shared_from->allocate_shared(new_send);
+      }
+      if (recv_shared.bytes() < new_recv) {
+        recv_shared = {};
+        recv_shared = shared_from->allocate_shared(new_recv);
+      }
+    } else {
+      send_vec.resize(new_send);
+      recv_vec.resize(new_recv);
+    }
+    send_bytes = new_send, recv_bytes = new_recv;
     if (device) {
-      if (!dsend || dsend->bytes() < send_bytes) dsend = std::make_unique<coll::DeviceBuffer>(send_bytes);
-      if (!drecv || drecv->bytes() < recv_bytes) drecv = std::make_unique<coll::DeviceBuffer>(recv_bytes);
+      if (!dsend || dsend->bytes() < new_send) dsend = std::make_unique<coll::DeviceBuffer>(new_send);
+      if (!drecv || drecv->bytes() < new_recv) drecv = std::make_unique<coll::DeviceBuffer>(new_recv);
     }
   }
   void upload() {
     if (!device) return;
-    dsend->upload(send.data(), send.size());
-    drecv->upload(recv.data(), recv.size());
+    dsend->upload(send(), send_bytes);
+    drecv->upload(recv(), recv_bytes);
   }
   void download_recv() {
-    if (device) drecv->download(recv.data(), recv.size());
+    if (device) drecv->download(recv(), recv_bytes);
   }
 };
 
@@ -98,6 +117,7 @@ double slowest(double local_us) {
 BenchRunner::BenchRunner(const BenchOptions& options, coll::Communicator& comm)
     : o_(options), comm_(comm), buf_(std::make_unique<Buffers>()) {
   buf_->device = comm.backend() == coll::Backend::kNccl;
+  if (options.shared_buffers) buf_->shared_from = &comm;
 }
 BenchRunner::~BenchRunner() = default;
 
@@ -129,8 +149,8 @@ void BenchRunner::call(std::size_t count, bool in_place) {
 
 void BenchRunner::fill_inputs(std::size_t count, bool in_place) {
   const int r = comm_.rank(), n = comm_.size();
-  void* in = in_place ? buf_->recv.data() : buf_->send.data();
-  std::fill(buf_->recv.begin(), buf_->recv.end(), 0);
+  void* in = in_place ? buf_->recv() : buf_->send();
+  std::fill(buf_->recv(), buf_->recv() + buf_->recv_bytes, 0);
   switch (o_.op) {
     case BenchOp::kAllreduce:
       for (std::size_t i = 0; i < count; ++i) store_value(in, i, o_.type, input_value(o_.redop, r, i, n));
@@ -138,7 +158,7 @@ void BenchRunner::fill_inputs(std::size_t count, bool in_place) {
     case BenchOp::kBroadcast:
       // Non-roots start from a value no correct result has.
       for (std::size_t i = 0; i < count; ++i)
-        store_value(buf_->recv.data(), i, o_.type, r == o_.root ? input_value(ReduceOp::kSum, r, i, n) : 99.0);
+        store_value(buf_->recv(), i, o_.type, r == o_.root ? input_value(ReduceOp::kSum, r, i, n) : 99.0);
       break;
     case BenchOp::kAllgather: {
       const std::size_t off = in_place ? static_cast<std::size_t>(r) * count : 0;
@@ -156,7 +176,7 @@ void BenchRunner::fill_inputs(std::size_t count, bool in_place) {
 long long BenchRunner::count_wrong(std::size_t count, bool in_place) {
   const int r = comm_.rank(), n = comm_.size();
   buf_->download_recv();
-  const void* out = buf_->recv.data();
+  const void* out = buf_->recv();
   long long wrong = 0;
   auto cmp = [&](std::size_t at, double expected) { wrong += load_value(out, at, o_.type) != expected; };
   switch (o_.op) {
@@ -205,8 +225,8 @@ Timing BenchRunner::time_mpi(std::size_t count, int iters) {
   const MPI_Datatype dt = mpi_type(o_.type);
   if (dt == MPI_DATATYPE_NULL && o_.op != BenchOp::kBroadcast && o_.op != BenchOp::kAllgather) return t;
   // MPI runs on host buffers (the same host arrays; their content does not matter for timing).
-  void* send = buf_->send.data();
-  void* recv = buf_->recv.data();
+  void* send = buf_->send();
+  void* recv = buf_->recv();
   const int c = static_cast<int>(count);
   const int es = static_cast<int>(coll::dtype_size(o_.type));
   auto once = [&] {

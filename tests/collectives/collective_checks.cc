@@ -1,5 +1,8 @@
-// collective_checks.cc — exact-sum inputs, serial references and the per-op checks of collective_checks.h.
+// collective_checks.cc — exact-sum inputs, serial references, the per-op checks of collective_checks.h, and
+// the /dev/shm listing the shared-memory tests check for leftovers.
 #include "collective_checks.h"
+
+#include <dirent.h>
 
 #include <cstring>
 #include <sstream>
@@ -167,6 +170,18 @@ constexpr double kSentinel = 101.0;  // no correct result has this value
   }
   recv.download();
   return compare(what, recv.host.data(), 0, count, t, ref);
+}
+
+std::vector<std::string> shm_entries_of(long pid) {
+  std::vector<std::string> found;
+  const std::string prefix = "mirror-shm-" + std::to_string(pid) + "-";
+  if (DIR* d = ::opendir("/dev/shm")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) found.push_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  return found;
 }
 
 }  // namespace mirror::coll::testing

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mirror/coll/communicator.h"
@@ -61,6 +62,10 @@ inline const std::vector<std::size_t>& small_counts() {
   static const std::vector<std::size_t> v = {0, 1, 7, 1000};
   return v;
 }
+// The entries of /dev/shm whose name starts as the shared-memory transport's names for process `pid`
+// ("mirror-shm-<pid>-"): its segment and its shared buffers' parts.
+std::vector<std::string> shm_entries_of(long pid);
+
 // Above the host backend's 64 KiB small-message threshold and not divisible by 2, 3 or 4.
 constexpr std::size_t kLargeCount = 1000003;
 

@@ -3,7 +3,6 @@
 // broadcast from every root, counts around the 64 KiB small-message threshold and odd counts larger than
 // one staging buffer (pipelined steps), each against a serial reference on every rank. Also: auto picks
 // shm when all ranks share the node, and no /dev/shm entry of this job outlives make_communicator.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -177,19 +176,6 @@ TEST(ShmSelection, ForcedAndAutomaticTransports) {
   EXPECT_EQ(c->backend(), Backend::kHost);
   EXPECT_EQ(parse_host_transport("mpi"), HostTransport::kMpi);
   EXPECT_THROW(parse_host_transport("tcp"), Error);
-}
-
-// The entries of /dev/shm that a segment made by process `pid` would have.
-std::vector<std::string> shm_entries_of(long pid) {
-  std::vector<std::string> found;
-  const std::string prefix = "mirror-shm-" + std::to_string(pid) + "-";
-  if (DIR* d = ::opendir("/dev/shm")) {
-    while (const dirent* e = ::readdir(d)) {
-      if (std::string(e->d_name).rfind(prefix, 0) == 0) found.push_back(e->d_name);
-    }
-    ::closedir(d);
-  }
-  return found;
 }
 
 TEST(ShmSegment, NothingLeftInDevShm) {

@@ -88,6 +88,9 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->group("Communication");
   app.add_option("--backend", c.backend, "auto (nccl on CUDA, host on CPU), host or nccl")
       ->check(CLI::IsMember({"auto", "host", "nccl"}))->group("Communication");
+  app.add_option("--host-transport", c.host_transport,
+                 "host backend: auto (shared memory when every rank is on this node), shm or mpi")
+      ->check(CLI::IsMember({"auto", "shm", "mpi"}))->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
       ->check(CLI::Range(0.1, 86400.0))->group("Communication");
 
@@ -189,6 +192,7 @@ std::string to_json(const TrainConfig& c) {
   j["bucket_mb"] = c.bucket_mb;
   j["overlap"] = c.overlap;
   j["backend"] = c.backend;
+  j["host_transport"] = c.host_transport;
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;
   j["checkpoint_every"] = c.checkpoint_every;

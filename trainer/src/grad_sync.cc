@@ -40,14 +40,13 @@ void GradientBucketer::begin_step(bool sync) {
   }
 }
 
-void GradientBucketer::start(Bucket& b) {
+void GradientBucketer::start(Bucket& b, bool async) {
   b.started = true;
-  if (comm_.size() == 1 || b.numel == 0) {
-    b.work = coll::Work();
-    return;
-  }
-  b.work = comm_.allreduce_async(grads_ + b.offset, grads_ + b.offset, b.numel, coll::DataType::kFloat32,
-                                 coll::ReduceOp::kAvg);
+  b.work = coll::Work();
+  if (comm_.size() == 1 || b.numel == 0) return;
+  float* g = grads_ + b.offset;
+  if (async) b.work = comm_.allreduce_async(g, g, b.numel, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
+  else comm_.allreduce(g, g, b.numel, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
 }
 
 void GradientBucketer::on_grad_ready(std::size_t index) {
@@ -56,8 +55,9 @@ void GradientBucketer::on_grad_ready(std::size_t index) {
   Bucket& b = buckets_[bucket_of_param_[index]];
   MIRROR_CHECK(!reported_[index], kInternal, "parameter " << index << " reported ready twice in one step");
   reported_[index] = 1;
-  if (--b.pending == 0) {
-    start(b);
+  // The last bucket of backward completes with backward itself: finish() runs it on this thread.
+  if (--b.pending == 0 && &b != &buckets_.back()) {
+    start(b, true);
     ++started_before_finish_;
   }
 }
@@ -65,9 +65,12 @@ void GradientBucketer::on_grad_ready(std::size_t index) {
 void GradientBucketer::finish() {
   if (!sync_) return;
   const auto t0 = std::chrono::steady_clock::now();
+  // Started buckets first, then the rest blocking, in bucket order (the same on every rank): the last
+  // one then runs inline, without handing over to the progress thread and back.
   for (Bucket& b : buckets_)
-    if (!b.started) start(b);
-  for (Bucket& b : buckets_) b.work.wait();
+    if (b.started) b.work.wait();
+  for (Bucket& b : buckets_)
+    if (!b.started) start(b, false);
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -2,6 +2,8 @@
 // flat buffer (and the gradients in another, same layout), runs forward and backward through the layers.
 #include "mirror/train/model.h"
 
+#include <algorithm>
+
 #include "init.h"
 #include "mirror/error.h"
 #include "mirror/train/activation.h"
@@ -54,13 +56,25 @@ Model::Model(const ModelSpec& spec, Shape input_sample_shape, std::int64_t num_c
 
   params_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
   grads_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
+  bind_layers();
+  zero_grad();
+}
+
+void Model::bind_layers() {
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     std::vector<ParamBinding> bindings;
     for (std::size_t i = first_param_[l]; i < first_param_[l + 1]; ++i)
       bindings.push_back({params() + infos_[i].offset, grads() + infos_[i].offset});
     layers_[l]->bind_parameters(bindings);
   }
-  zero_grad();
+}
+
+void Model::use_gradient_memory(float* memory) {
+  MIRROR_CHECK(!device_.is_cuda(), kInvalidArgument, "use_gradient_memory: host memory for a CUDA model");
+  MIRROR_CHECK(memory != nullptr, kInvalidArgument, "use_gradient_memory: null memory");
+  std::copy(grads(), grads() + total_, memory);
+  grad_memory_ = memory;
+  bind_layers();
 }
 
 Model::Model(std::string_view spec, std::int64_t input_features, std::int64_t num_classes, Device device)

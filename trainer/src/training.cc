@@ -110,7 +110,14 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   const data::Dataset dataset = data::Dataset::open(config.data);
   const data::DatasetInfo& info = dataset.info();
+  // On the shared-memory transport the gradients of CPU models live in a shared buffer of the gradient
+  // communicator (allocated by every rank, in the same order), which it all-reduces directly.
+  coll::SharedBuffer grad_memory;
   Model model(config.model, info.features, info.num_classes, device);
+  if (!device.is_cuda() && world > 1 && std::string_view(coll::transport_name(*ctx.gradients)) == "shm") {
+    grad_memory = ctx.gradients->allocate_shared(static_cast<std::size_t>(model.num_parameters()) * sizeof(float));
+    model.use_gradient_memory(grad_memory.as<float>());
+  }
   auto optimizer = Optimizer::create(optimizer_options(config), model.num_parameters(), device);
 
   data::SamplerOptions sampler{config.seed, world, rank, config.batch_size, info.train_size};
@@ -150,7 +157,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   if (out) {
     *out << "mirror trainer: " << world << " rank" << (world > 1 ? "s" : "") << " on " << to_string(device)
          << (device.is_cpu() ? " (" + std::to_string(config.blas_threads) + " BLAS thread per rank)" : "")
-         << ", gradients over " << coll::to_string(ctx.gradients->backend()) << "\n"
+         << ", gradients over " << coll::to_string(ctx.gradients->backend()) << " ("
+         << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")\n"
          << "  data " << config.data << ": " << info.train_size << " train, " << info.test_size << " test, "
          << info.features << " features, " << info.num_classes << " classes\n"
          << "  model " << model.spec().to_string() << ": " << model.num_parameters() << " parameters ("

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     const int local_rank = coll::MpiRuntime::local_rank();
     coll::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000));
+    options.host_transport = coll::parse_host_transport(config.host_transport);
     auto control = coll::make_communicator(options);
     std::unique_ptr<coll::Communicator> nccl;
     // The device first: "--device cuda" without a GPU is reported as such, not as a missing NCCL.

@@ -57,6 +57,23 @@ class Work {
   std::shared_ptr<Impl> impl_;
 };
 
+// Host memory from Communicator::allocate_shared: data() is this rank's part (bytes(), 64-byte aligned,
+// zeroed). Copies share the memory; it is released when the last copy (and any collective using it) is
+// gone, on each rank independently. May outlive the communicator.
+class SharedBuffer {
+ public:
+  SharedBuffer() = default;
+  SharedBuffer(std::shared_ptr<void> memory, std::size_t bytes) : memory_(std::move(memory)), bytes_(bytes) {}
+  void* data() const { return memory_.get(); }
+  std::size_t bytes() const { return bytes_; }
+  template <class T>
+  T* as() const { return static_cast<T*>(memory_.get()); }
+
+ private:
+  std::shared_ptr<void> memory_;
+  std::size_t bytes_ = 0;
+};
+
 enum class Backend { kHost, kNccl };
 const char* to_string(Backend backend);
 Backend parse_backend(std::string_view name);  // "host" | "nccl"
@@ -127,6 +144,16 @@ class Communicator {
                                     ReduceOp op) = 0;
 
   virtual void barrier() = 0;
+
+  // Collective: every rank asks for the same `bytes` (kInvalidArgument otherwise, on every rank). Returns
+  // host memory of `bytes` for this rank (empty for 0). On the shared-memory transport every rank's
+  // buffer is mapped by every other rank (the analogue of NCCL's user-buffer registration), and an
+  // allreduce larger than 64 KiB whose send and recv lie in such buffers on every rank reduces straight
+  // from the other ranks' send buffers into every rank's recv buffer: no staging copies, half the memory
+  // traffic (docs/collectives-shm.md). Other host transports return ordinary memory (calls on it work
+  // as on any buffer). The nccl backend throws kInvalidArgument (its buffers are device memory).
+  // Failures (no room in /dev/shm, more than 64 live shared buffers) throw on every rank.
+  virtual SharedBuffer allocate_shared(std::size_t bytes);
 };
 
 // Builds the communicator over all ranks of the job (MpiRuntime must be alive).
@@ -136,11 +163,13 @@ std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {})
 const char* transport_name(const Communicator& comm);
 
 // Shared-memory transport only (zeros otherwise): how many large (pipelined) allreduces so far wrote the
-// staging buffers with plain stores and how many with streaming ones (see ShmStaging). Read it while no
+// staging buffers with plain stores and how many with streaming ones (see ShmStaging), and how many
+// allreduces went straight between shared buffers (allocate_shared) without staging. Read it while no
 // call of `comm` is outstanding.
 struct ShmStagingCounts {
   std::uint64_t cached = 0;
   std::uint64_t streaming = 0;
+  std::uint64_t direct = 0;
 };
 ShmStagingCounts shm_staging_counts(const Communicator& comm);
 

@@ -45,6 +45,7 @@ struct TrainConfig {
   double bucket_mb = 25.0;
   bool overlap = true;              // start each bucket during backward (false: all after backward)
   std::string backend = "auto";     // auto | host | nccl
+  std::string host_transport = "auto";  // host backend: auto | shm | mpi
   double timeout_s = 300.0;
   // Checkpoints, evaluation, output.
   std::string checkpoint_dir;

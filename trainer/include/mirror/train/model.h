@@ -51,8 +51,13 @@ class Model {
   std::int64_t num_parameters() const { return total_; }  // numel of the flat buffers
   float* params() { return static_cast<float*>(params_.data()); }
   const float* params() const { return static_cast<const float*>(params_.data()); }
-  float* grads() { return static_cast<float*>(grads_.data()); }
-  const float* grads() const { return static_cast<const float*>(grads_.data()); }
+  float* grads() { return grad_memory_ ? grad_memory_ : static_cast<float*>(grads_.data()); }
+  const float* grads() const { return grad_memory_ ? grad_memory_ : static_cast<const float*>(grads_.data()); }
+  // CPU models only: from now on the gradients live in `memory` (num_parameters() floats, owned by the
+  // caller, alive as long as the model): the current gradients are copied there and the layers rebound.
+  // The trainer puts them in a communicator's shared buffer, which the shared-memory allreduce reads and
+  // writes directly (coll::Communicator::allocate_shared).
+  void use_gradient_memory(float* memory);
 
   // Deterministic: the same seed gives the same values on every machine and device (computed on the host
   // with a seeded mt19937_64 per parameter, then copied). See docs/compute.md.
@@ -79,6 +84,8 @@ class Model {
   const std::string& layer_name(std::size_t i) const { return layer_names_.at(i); }
 
  private:
+  void bind_layers();  // every layer's parameter and gradient pointers into the flat buffers
+
   ModelSpec spec_;
   Shape input_shape_;
   std::int64_t classes_;
@@ -89,6 +96,7 @@ class Model {
   std::vector<ParamInfo> infos_;
   std::int64_t total_ = 0;
   DeviceBuffer params_, grads_;
+  float* grad_memory_ = nullptr;  // set by use_gradient_memory
   std::int64_t batch_ = -1;  // batch of the last forward
 };
 

@@ -1,0 +1,211 @@
+// test_shm_shared_buffers.cc — Communicator::allocate_shared and the direct allreduce between shared
+// buffers: every dtype x reduction x in-place/out-of-place at counts on both sides of the 64 KiB
+// threshold and not divisible by the rank count, buffers at an offset into a shared buffer, each against
+// a serial reference on every rank (exact-sum inputs, zero tolerance); the direct path is taken exactly
+// when every rank's buffers are shared and alive everywhere (counted), and falls back to the staging path
+// otherwise with the same results; the MPI transport hands out ordinary memory that works the same;
+// mismatched sizes and more than 64 live buffers fail on every rank; mismatched counts on shared buffers
+// fail on every rank before any rank touches another's buffer, and a rank that skips such an allreduce
+// makes the others time out naming it; no /dev/shm name is left behind; a buffer outlives its
+// communicator.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collective_checks.h"
+#include "mirror/coll/communicator.h"
+#include "mirror/error.h"
+
+namespace mirror::coll::testing {
+namespace {
+
+std::unique_ptr<Communicator> make(HostTransport t) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.host_transport = t;
+  return make_communicator(o);
+}
+
+// Runs allreduce(send, recv) on buffers the caller placed (recv == send: in place) and checks every
+// element against the serial reference.
+::testing::AssertionResult allreduce_exact(Communicator& c, void* send, void* recv, std::size_t count,
+                                           DataType t, ReduceOp op) {
+  const int r = c.rank(), n = c.size();
+  for (std::size_t i = 0; i < count; ++i) put(send, i, t, test_input(op, r, i, n));
+  if (recv != send) std::memset(recv, 0, count * dtype_size(t));
+  c.allreduce(send, recv, count, t, op);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double want = test_reference(op, i, n);
+    if (get(recv, i, t) != want) {
+      return ::testing::AssertionFailure() << to_string(t) << " " << to_string(op) << " count " << count
+                                           << (recv == send ? " in place" : " out of place") << ": element " << i
+                                           << " is " << get(recv, i, t) << ", expected " << want << " (rank " << r
+                                           << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class SharedBuffers : public ::testing::TestWithParam<HostTransport> {};
+
+TEST_P(SharedBuffers, DirectAllreduceExactEveryTypeOpAndPlacement) {
+  auto c = make(GetParam());
+  const std::size_t largest = kLargeCount * 8 + 256;
+  SharedBuffer a = c->allocate_shared(largest), b = c->allocate_shared(largest);
+  ASSERT_GE(a.bytes(), largest);
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % 64, 0u);
+  const bool shm = std::string(transport_name(*c)) == "shm";
+  std::uint64_t expected_direct = 0;
+  for (DataType t : all_dtypes()) {
+    const std::size_t es = dtype_size(t);
+    // 16385 float32 is just above 64 KiB; 7 is on the small path; kLargeCount spans many pieces.
+    for (std::size_t count : {std::size_t{7}, 64 * 1024 / es + 1, kLargeCount}) {
+      const bool direct = shm && c->size() > 1 && count * es > 64 * 1024;
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kProd}) {
+        EXPECT_TRUE(allreduce_exact(*c, a.data(), b.data(), count, t, op));
+        EXPECT_TRUE(allreduce_exact(*c, b.data(), b.data(), count, t, op));
+        expected_direct += direct ? 2 : 0;
+      }
+    }
+  }
+  // At an offset into the shared buffer (different on every rank).
+  auto* base = a.as<unsigned char>() + 64 * (c->rank() + 1);
+  EXPECT_TRUE(allreduce_exact(*c, base, b.as<unsigned char>() + 8, kLargeCount, DataType::kFloat32, ReduceOp::kSum));
+  expected_direct += shm && c->size() > 1 ? 1 : 0;
+  EXPECT_EQ(shm_staging_counts(*c).direct, expected_direct);
+}
+
+TEST_P(SharedBuffers, OrdinaryBuffersOnOneRankFallBackToStaging) {
+  auto c = make(GetParam());
+  const std::size_t count = kLargeCount, bytes = count * 4;
+  SharedBuffer a = c->allocate_shared(bytes), b = c->allocate_shared(bytes);
+  std::vector<float> own_send(count), own_recv(count);
+  const bool ordinary = c->rank() == c->size() - 1;  // the last rank (rank 0 alone when size 1)
+  void* send = ordinary ? own_send.data() : a.data();
+  void* recv = ordinary ? own_recv.data() : b.data();
+  const std::uint64_t before = shm_staging_counts(*c).direct;
+  EXPECT_TRUE(allreduce_exact(*c, send, recv, count, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_TRUE(allreduce_exact(*c, recv, recv, count, DataType::kFloat32, ReduceOp::kMax));
+  EXPECT_EQ(shm_staging_counts(*c).direct, before);
+}
+
+TEST_P(SharedBuffers, BufferReleasedOnAnotherRankFallsBack) {
+  auto c = make(GetParam());
+  const std::size_t count = kLargeCount, bytes = count * 4;
+  SharedBuffer a = c->allocate_shared(bytes), b = c->allocate_shared(bytes), spare = c->allocate_shared(bytes);
+  // Rank 0 sends from `a`; every other rank has released its `a` and sends from `spare`: rank 0's send
+  // is not reachable from them, so nobody may take the direct path.
+  if (c->rank() != 0) a = SharedBuffer();
+  void* send = c->rank() == 0 ? a.data() : spare.data();
+  const std::uint64_t before = shm_staging_counts(*c).direct;
+  EXPECT_TRUE(allreduce_exact(*c, send, b.data(), count, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_EQ(shm_staging_counts(*c).direct, before);
+  const bool shm = std::string(transport_name(*c)) == "shm";
+  // Once every rank sends from `spare`, the direct path is back.
+  EXPECT_TRUE(allreduce_exact(*c, spare.data(), b.data(), count, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_EQ(shm_staging_counts(*c).direct, before + (shm && c->size() > 1 ? 1 : 0));
+}
+
+TEST_P(SharedBuffers, MismatchedSizesFailOnEveryRank) {
+  auto c = make(GetParam());
+  if (c->size() == 1) GTEST_SKIP() << "needs two ranks to disagree";
+  try {
+    c->allocate_shared(4096 * static_cast<std::size_t>(c->rank() + 1));
+    ADD_FAILURE() << "mismatched sizes were accepted on rank " << c->rank();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(e.message().find("same number of bytes"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("rank 1: 8192"), std::string::npos) << e.message();
+  }
+  // The communicator is still usable.
+  float x = 1;
+  c->allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum);
+  EXPECT_EQ(x, static_cast<float>(c->size()));
+}
+
+TEST(SharedBufferDirect, MismatchedCountsFailEverywhere) {
+  auto c = make(HostTransport::kShm);
+  if (c->size() == 1) GTEST_SKIP() << "needs two ranks to disagree";
+  const std::size_t count = 1 << 20;
+  SharedBuffer a = c->allocate_shared(count * 4), b = c->allocate_shared(count * 4);
+  try {
+    c->allreduce(a.data(), b.data(), count - 64 * static_cast<std::size_t>(c->rank()), DataType::kFloat32,
+                 ReduceOp::kSum);
+    ADD_FAILURE() << "mismatched counts were accepted on rank " << c->rank();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(e.message().find("mismatched collectives"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(shm_staging_counts(*c).direct, 0u);
+}
+
+TEST(SharedBufferDirect, SkippedAllreduceTimesOutNamingTheRank) {
+  CommOptions o;
+  o.timeout = std::chrono::milliseconds(1500);
+  o.host_transport = HostTransport::kShm;
+  auto c = make_communicator(o);
+  if (c->size() == 1) GTEST_SKIP() << "needs a rank to skip";
+  const std::size_t count = 1 << 18;
+  SharedBuffer a = c->allocate_shared(count * 4);
+  EXPECT_TRUE(allreduce_exact(*c, a.data(), a.data(), count, DataType::kFloat32, ReduceOp::kSum));
+  if (c->rank() == 0) return;  // rank 0 skips the next one
+  try {
+    c->allreduce(a.data(), a.data(), count, DataType::kFloat32, ReduceOp::kSum);
+    ADD_FAILURE() << "allreduce without rank 0 did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTimeout);
+    EXPECT_NE(e.message().find("did not arrive: rank 0"), std::string::npos) << e.message();
+  }
+}
+
+TEST(SharedBufferSlots, SixtyFourLiveThenReuse) {
+  auto c = make(HostTransport::kShm);
+  std::vector<SharedBuffer> live;
+  for (int i = 0; i < 64; ++i) live.push_back(c->allocate_shared(4096));
+  try {
+    c->allocate_shared(4096);
+    ADD_FAILURE() << "a 65th live shared buffer was handed out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(e.message().find("64 shared buffers"), std::string::npos) << e.message();
+  }
+  live.erase(live.begin() + 10);
+  live.push_back(c->allocate_shared(4096));
+  // Released and made again many times: slots are reused, nothing runs out.
+  for (int i = 0; i < 200; ++i) {
+    live.back() = SharedBuffer();  // released first: all 64 slots are taken again by the next one
+    live.back() = c->allocate_shared(4096);
+  }
+  live.clear();
+  // A large buffer after all that still takes part in an exact allreduce.
+  SharedBuffer big = c->allocate_shared(kLargeCount * 4);
+  EXPECT_TRUE(allreduce_exact(*c, big.data(), big.data(), kLargeCount, DataType::kFloat32, ReduceOp::kSum));
+}
+
+TEST(SharedBufferLifetime, NoNameLeftAndBufferOutlivesCommunicator) {
+  auto c = make(HostTransport::kShm);
+  const std::int64_t mine = ::getpid();
+  std::vector<std::int64_t> pids(static_cast<std::size_t>(c->size()));
+  c->allgather(&mine, pids.data(), 1, DataType::kInt64);
+  SharedBuffer a = c->allocate_shared(1 << 20);
+  c->barrier();  // each rank unlinks its own part's name before its allocate_shared returns
+  for (std::int64_t pid : pids) EXPECT_TRUE(shm_entries_of(pid).empty()) << "left in /dev/shm: " << shm_entries_of(pid)[0];
+  EXPECT_TRUE(allreduce_exact(*c, a.data(), a.data(), (1 << 20) / 4, DataType::kFloat32, ReduceOp::kSum));
+  c.reset();
+  // The memory is still this rank's to use.
+  auto* f = a.as<float>();
+  f[0] = 42.0f;
+  f[(1 << 20) / 4 - 1] = 7.0f;
+  EXPECT_EQ(f[0] + f[(1 << 20) / 4 - 1], 49.0f);
+  EXPECT_EQ(SharedBuffer().data(), nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, SharedBuffers, ::testing::Values(HostTransport::kShm, HostTransport::kMpi),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+}  // namespace
+}  // namespace mirror::coll::testing
