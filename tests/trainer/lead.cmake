@@ -15,8 +15,12 @@ foreach(script equivalence resume bad_flags eval_ckpt restart preempt)
 endforeach()
 
 # The fusion benchmark runs (its figures are for docs/benchmarks.md; here only that it works).
-add_test(NAME trainer.fusion_bench.np2
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MIRROR_MPIEXEC_FLAGS}
-                 $<TARGET_FILE:mirror-fusion-bench> --total-mb 1 --iters 2 --warmup 0)
-set_tests_properties(trainer.fusion_bench.np2 PROPERTIES TIMEOUT 120 PROCESSORS 2
-                     PASS_REGULAR_EXPRESSION "one per tensor +200")
+foreach(shared 0 1)
+  add_test(NAME trainer.fusion_bench_shared${shared}.np2
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MIRROR_MPIEXEC_FLAGS}
+                   $<TARGET_FILE:mirror-fusion-bench> --total-mb 1 --iters 2 --warmup 0 -R ${shared})
+endforeach()
+set_tests_properties(trainer.fusion_bench_shared0.np2 PROPERTIES TIMEOUT 120 PROCESSORS 2
+                     PASS_REGULAR_EXPRESSION "ordinary buffer.*one per tensor +200")
+set_tests_properties(trainer.fusion_bench_shared1.np2 PROPERTIES TIMEOUT 120 PROCESSORS 2
+                     PASS_REGULAR_EXPRESSION "shared buffer.*one per tensor +200")

@@ -3,7 +3,9 @@
 //   flat      one allreduce of all the bytes (the lower bound)
 //   buckets   GradientBucketer with --bucket-mb buckets (what the trainer does)
 //   per-tensor one allreduce per tensor (what no fusion costs)
-// Prints median times over --iters and the ratios. Run under mpirun: mpirun -np 2 mirror-fusion-bench
+// The gradients live in a shared buffer of the communicator (allocate_shared), as the trainer's do, unless
+// --shared-buffers 0. Prints median times over --iters and the ratios. Run under mpirun:
+// mpirun -np 2 mirror-fusion-bench
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
   return tools::run_mpi_main(argc, argv, [](int& argc, char**& argv, int rank) {
     double total_mb = 25.0;
     std::vector<double> bucket_mbs{1.0, 4.0, 25.0};
-    int iters = 10, warmup = 2;
+    int iters = 10, warmup = 2, shared = 1;
     std::string transport = "auto";
     CLI::App app{"mirror-fusion-bench: gradient fusion (buckets) against one allreduce per tensor", "mirror-fusion-bench"};
     app.add_option("--total-mb", total_mb, "bytes of all gradients, in MB")->check(CLI::Range(0.01, 4096.0))
@@ -72,6 +74,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--transport", transport, "host transport: auto, shm or mpi")
         ->check(CLI::IsMember({"auto", "shm", "mpi"}))->capture_default_str();
+    app.add_option("-R,--shared-buffers", shared,
+                   "gradients in a shared buffer of the communicator (1, as the trainer) or ordinary memory (0)")
+        ->check(CLI::Range(0, 1))->capture_default_str();
     app.add_option("--warmup", warmup, "untimed repetitions first")->check(CLI::Range(0, 100))->capture_default_str();
     try {
       app.parse(argc, argv);
@@ -89,26 +94,37 @@ int main(int argc, char** argv) {
       slices.push_back({total, n});
       total += n;
     }
-    std::vector<float> grads(total, 1.0f);
+    coll::SharedBuffer shared_grads;
+    std::vector<float> own_grads;
+    float* grads = nullptr;
+    if (shared) {
+      shared_grads = comm->allocate_shared(total * sizeof(float));
+      grads = shared_grads.as<float>();
+    } else {
+      own_grads.resize(total);
+      grads = own_grads.data();
+    }
+    std::fill(grads, grads + total, 1.0f);
 
     const double flat = median_seconds(*comm, warmup, iters, [&] {
-      comm->allreduce(grads.data(), grads.data(), total, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
+      comm->allreduce(grads, grads, total, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
     });
     const double per_tensor = median_seconds(*comm, warmup, iters, [&] {
       for (const auto& s : slices)
-        comm->allreduce(grads.data() + s.offset, grads.data() + s.offset, s.numel, coll::DataType::kFloat32,
+        comm->allreduce(grads + s.offset, grads + s.offset, s.numel, coll::DataType::kFloat32,
                         coll::ReduceOp::kAvg);
     });
     if (rank == 0) {
-      std::printf("# mirror-fusion-bench: %d ranks (%s), %zu tensors, %.1f MB (smallest %zu, largest %zu floats), "
-                  "median of %d\n", comm->size(), coll::transport_name(*comm), sizes.size(), total * 4.0 / 1e6,
+      std::printf("# mirror-fusion-bench: %d ranks (%s, %s buffer), %zu tensors, %.1f MB (smallest %zu, largest "
+                  "%zu floats), median of %d\n", comm->size(), coll::transport_name(*comm),
+                  shared ? "shared" : "ordinary", sizes.size(), total * 4.0 / 1e6,
                   *std::min_element(sizes.begin(), sizes.end()), *std::max_element(sizes.begin(), sizes.end()),
                   iters);
       std::printf("%-22s %8s %12s %12s\n", "method", "calls", "time (ms)", "vs flat");
       std::printf("%-22s %8d %12.2f %12.2f\n", "flat (one allreduce)", 1, flat * 1e3, 1.0);
     }
     for (double mb : bucket_mbs) {
-      train::GradientBucketer bucketer(*comm, grads.data(), slices, static_cast<std::size_t>(mb * 1024 * 1024));
+      train::GradientBucketer bucketer(*comm, grads, slices, static_cast<std::size_t>(mb * 1024 * 1024));
       const double t = median_seconds(*comm, warmup, iters, [&] {
         bucketer.begin_step(true);
         for (std::size_t k = slices.size(); k-- > 0;) bucketer.on_grad_ready(k);  // backward order
