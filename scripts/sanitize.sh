@@ -38,7 +38,7 @@ case "$mode" in
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:${TSAN_OPTIONS:-}"
     read -r -a tsan_tests <<<"${TSAN_TESTS:-test_data_reader test_grad_sync test_half test_runtime \
 test_host_collectives test_host_async test_timeout test_nccl_id test_nccl_collectives test_shm_collectives \
-test_shm_async test_shm_timeout}"
+test_shm_async test_shm_timeout test_shm_shared_buffers}"
     pattern="^($(IFS='|'; echo "${tsan_tests[*]}"))(\\.np[0-9]+)?\$"
     ctest_filter=(-R "$pattern")
     ;;
