@@ -6,12 +6,16 @@
 // otherwise with the same results; the MPI transport hands out ordinary memory that works the same;
 // mismatched sizes and more than 64 live buffers fail on every rank; mismatched counts on shared buffers
 // fail on every rank before any rank touches another's buffer, and a rank that skips such an allreduce
-// makes the others time out naming it; no /dev/shm name is left behind; a buffer outlives its
+// makes the others time out naming it; a rank that cannot create its part (file size limit) makes
+// allocate_shared fail on every rank, naming that rank and the system call, with nothing left in /dev/shm
+// and the communicator still usable; no /dev/shm name is left behind; a buffer outlives its
 // communicator.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -184,6 +188,41 @@ TEST(SharedBufferSlots, SixtyFourLiveThenReuse) {
   // A large buffer after all that still takes part in an exact allreduce.
   SharedBuffer big = c->allocate_shared(kLargeCount * 4);
   EXPECT_TRUE(allreduce_exact(*c, big.data(), big.data(), kLargeCount, DataType::kFloat32, ReduceOp::kSum));
+}
+
+TEST(SharedBufferFailure, OneRankCannotCreateItsPartFailsEverywhere) {
+  auto c = make(HostTransport::kShm);
+  const int failing = c->size() - 1;
+  const std::int64_t mine = ::getpid();
+  std::vector<std::int64_t> pids(static_cast<std::size_t>(c->size()));
+  c->allgather(&mine, pids.data(), 1, DataType::kInt64);
+  // The last rank may not grow a file past 64 KiB (ftruncate then fails with EFBIG; SIGXFSZ ignored).
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  if (c->rank() == failing) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved;
+    small.rlim_cur = 64 * 1024;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  }
+  try {
+    c->allocate_shared(1 << 20);
+    ADD_FAILURE() << "allocate_shared succeeded although rank " << failing << " cannot create its part";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(e.message().find("rank " + std::to_string(failing) + ": ftruncate of its part: File too large"),
+              std::string::npos)
+        << e.message();
+  }
+  if (c->rank() == failing) {
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+    std::signal(SIGXFSZ, SIG_DFL);
+  }
+  c->barrier();
+  for (std::int64_t pid : pids) EXPECT_TRUE(shm_entries_of(pid).empty()) << "left in /dev/shm: " << shm_entries_of(pid)[0];
+  // Still usable, shared buffers included.
+  SharedBuffer a = c->allocate_shared(kLargeCount * 4);
+  EXPECT_TRUE(allreduce_exact(*c, a.data(), a.data(), kLargeCount, DataType::kFloat32, ReduceOp::kSum));
 }
 
 TEST(SharedBufferLifetime, NoNameLeftAndBufferOutlivesCommunicator) {

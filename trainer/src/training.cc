@@ -114,9 +114,17 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   // communicator (allocated by every rank, in the same order), which it all-reduces directly.
   coll::SharedBuffer grad_memory;
   Model model(config.model, info.features, info.num_classes, device);
+  // A /dev/shm too small for it (64 MiB in a default Docker container) only costs speed: the failure is
+  // the same on every rank, and the gradients stay in ordinary memory.
+  std::string shared_grads_failed;
   if (!device.is_cuda() && world > 1 && std::string_view(coll::transport_name(*ctx.gradients)) == "shm") {
-    grad_memory = ctx.gradients->allocate_shared(static_cast<std::size_t>(model.num_parameters()) * sizeof(float));
-    model.use_gradient_memory(grad_memory.as<float>());
+    try {
+      grad_memory = ctx.gradients->allocate_shared(static_cast<std::size_t>(model.num_parameters()) * sizeof(float));
+      model.use_gradient_memory(grad_memory.as<float>());
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kIo) throw;
+      shared_grads_failed = e.message();
+    }
   }
   auto optimizer = Optimizer::create(optimizer_options(config), model.num_parameters(), device);
 
@@ -158,8 +166,10 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
     *out << "mirror trainer: " << world << " rank" << (world > 1 ? "s" : "") << " on " << to_string(device)
          << (device.is_cpu() ? " (" + std::to_string(config.blas_threads) + " BLAS thread per rank)" : "")
          << ", gradients over " << coll::to_string(ctx.gradients->backend()) << " ("
-         << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")\n"
-         << "  data " << config.data << ": " << info.train_size << " train, " << info.test_size << " test, "
+         << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")\n";
+    if (!shared_grads_failed.empty())
+      *out << "  warning: gradients in ordinary memory (slower all-reduce): " << shared_grads_failed << "\n";
+    *out << "  data " << config.data << ": " << info.train_size << " train, " << info.test_size << " test, "
          << info.features << " features, " << info.num_classes << " classes\n"
          << "  model " << model.spec().to_string() << ": " << model.num_parameters() << " parameters ("
          << model.num_parameters() * 4 / 1024 << " KiB), " << bucketer.bucket_count() << " gradient bucket(s)\n"
