@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
         nlohmann::json doc = {{"op", to_string(o.op)}, {"ranks", comm->size()},
                               {"backend", mirror::coll::to_string(o.backend)}, {"type", mirror::coll::to_string(o.type)},
                               {"redop", mirror::coll::to_string(o.redop)}, {"root", o.root}, {"check", o.check},
-                              {"wrong", wrong}, {"rows", rows}};
+                              {"transport", mirror::coll::transport_name(*comm)},
+                              {"shared_buffers", o.shared_buffers}, {"wrong", wrong}, {"rows", rows}};
         std::ofstream out(o.json_path);
         MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");
         out << doc.dump(2) << "\n";
