@@ -12,14 +12,14 @@
 namespace mirror::coll {
 namespace detail {
 
-void agree_shared_bytes(Communicator& comm, std::uint64_t bytes, std::vector<std::uint64_t>* all) {
-  all->assign(static_cast<std::size_t>(comm.size()), 0);
+void agree_shared_bytes(Communicator& comm, std::uint64_t bytes) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
   static_assert(sizeof(std::uint64_t) == sizeof(std::int64_t));
-  comm.allgather(&bytes, all->data(), 1, DataType::kInt64);  // moved bit for bit
+  comm.allgather(&bytes, all.data(), 1, DataType::kInt64);  // moved bit for bit
   for (int q = 0; q < comm.size(); ++q) {
-    if ((*all)[q] == bytes) continue;
+    if (all[q] == bytes) continue;
     std::ostringstream s;
-    for (int r = 0; r < comm.size(); ++r) s << (r ? ", " : "") << "rank " << r << ": " << (*all)[r];
+    for (int r = 0; r < comm.size(); ++r) s << (r ? ", " : "") << "rank " << r << ": " << all[r];
     MIRROR_THROW(kInvalidArgument, "allocate_shared: every rank must ask for the same number of bytes, got "
                                        << s.str() << " (seen on rank " << comm.rank() << ")");
   }
@@ -27,7 +27,7 @@ void agree_shared_bytes(Communicator& comm, std::uint64_t bytes, std::vector<std
 
 SharedBuffer host_shared_buffer(std::size_t bytes) {
   if (bytes == 0) return {};
-  const std::size_t rounded = (bytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+  const std::size_t rounded = shared_bytes_rounded(bytes);
   void* p = std::aligned_alloc(kSharedAlign, rounded);
   MIRROR_CHECK(p != nullptr, kInvalidArgument, "allocate_shared: out of memory for " << bytes << " bytes");
   std::memset(p, 0, rounded);
@@ -37,8 +37,7 @@ SharedBuffer host_shared_buffer(std::size_t bytes) {
 }  // namespace detail
 
 SharedBuffer Communicator::allocate_shared(std::size_t bytes) {
-  std::vector<std::uint64_t> all;
-  detail::agree_shared_bytes(*this, bytes, &all);
+  detail::agree_shared_bytes(*this, bytes);
   return detail::host_shared_buffer(bytes);
 }
 

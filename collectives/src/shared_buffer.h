@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "mirror/coll/communicator.h"
 
@@ -11,8 +10,13 @@ namespace mirror::coll::detail {
 
 constexpr std::size_t kSharedAlign = 64;
 
-// Collective: allgathers `bytes` into *all and throws kInvalidArgument (on every rank) unless all agree.
-void agree_shared_bytes(Communicator& comm, std::uint64_t bytes, std::vector<std::uint64_t>* all);
+// Collective: throws kInvalidArgument (on every rank, naming each rank's size) unless every rank asks
+// for the same `bytes`.
+void agree_shared_bytes(Communicator& comm, std::uint64_t bytes);
+// `bytes` rounded up to a multiple of kSharedAlign (what a shared buffer really takes).
+inline std::size_t shared_bytes_rounded(std::size_t bytes) {
+  return (bytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+}
 // Zeroed, kSharedAlign-aligned heap memory of `bytes` (empty for 0).
 SharedBuffer host_shared_buffer(std::size_t bytes);
 

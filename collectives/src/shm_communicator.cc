@@ -196,12 +196,13 @@ bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpConte
     if (!Places::placed(p.send) || !Places::placed(p.recv) || p.bytes != bytes) return false;
     if (!(live >> Places::slot_of(p.send) & 1) || !(live >> Places::slot_of(p.recv) & 1)) return false;
   }
-  auto send_of = [&](int q) -> const unsigned char* {
-    return held[Places::slot_of(all[q].send)]->part(q) + Places::offset_of(all[q].send);
-  };
-  auto recv_of = [&](int q) -> unsigned char* {
-    return held[Places::slot_of(all[q].recv)]->part(q) + Places::offset_of(all[q].recv);
-  };
+  // Every rank's send and recv, as this rank maps them.
+  std::vector<const unsigned char*> sends(static_cast<std::size_t>(size_));
+  std::vector<unsigned char*> recvs(static_cast<std::size_t>(size_));
+  for (int q = 0; q < size_; ++q) {
+    sends[q] = held[Places::slot_of(all[q].send)]->part(q) + Places::offset_of(all[q].send);
+    recvs[q] = held[Places::slot_of(all[q].recv)]->part(q) + Places::offset_of(all[q].recv);
+  }
 
   // Rank r reduces chunk r (chunks start on 64-byte boundaries) in pieces of kShmInterleaveBytes.
   const std::size_t align = std::max<std::size_t>(1, 64 / es);
@@ -215,18 +216,18 @@ bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpConte
   const auto start = Clock::now();
   for (std::size_t a = lo; a < hi; a += piece) {
     const std::size_t n = std::min(piece, hi - a);
-    for (int q = 0; q < size_; ++q) srcs[q] = send_of(q) + a * es;
-    unsigned char* own = recv_of(rank_) + a * es;
+    for (int q = 0; q < size_; ++q) srcs[q] = sends[q] + a * es;
+    unsigned char* own = recvs[rank_] + a * es;
     if (size_ == 2) {
-      shm_reduce(own, recv_of(1 - rank_) + a * es, srcs.data(), size_, n, call.type, call.op, size_,
+      shm_reduce(own, recvs[1 - rank_] + a * es, srcs.data(), size_, n, call.type, call.op, size_,
                  ReduceStores{stream_own, stream_peer});
       continue;
     }
     shm_reduce(own, nullptr, srcs.data(), size_, n, call.type, call.op, size_, ReduceStores{stream_own, false});
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
-      if (stream_peer) shm_store_streaming(recv_of(q) + a * es, own, n * es);
-      else std::memcpy(recv_of(q) + a * es, own, n * es);
+      if (stream_peer) shm_store_streaming(recvs[q] + a * es, own, n * es);
+      else std::memcpy(recvs[q] + a * es, own, n * es);
     }
   }
   if (stream_own || stream_peer) shm_stream_fence();
@@ -237,8 +238,7 @@ bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpConte
 }
 
 SharedBuffer ShmCommunicator::allocate_shared(std::size_t bytes) {
-  std::vector<std::uint64_t> all;
-  agree_shared_bytes(*this, bytes, &all);
+  agree_shared_bytes(*this, bytes);
   if (bytes == 0) return {};
   // The lowest slot free on every rank.
   std::int64_t free_here = 0;
@@ -256,8 +256,8 @@ SharedBuffer ShmCommunicator::allocate_shared(std::size_t bytes) {
                                   << " shared buffers of this communicator are still alive on some rank; "
                                      "release one (drop every SharedBuffer copy of it) first");
   const int slot = std::countr_zero(common);
-  const std::size_t rounded = (bytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
-  std::shared_ptr<ShmRegion> region = ShmRegion::create(*this, segment_->name(), slot, rounded);
+  std::shared_ptr<ShmRegion> region =
+      ShmRegion::create(*this, segment_->name(), slot, shared_bytes_rounded(bytes));
   {
     std::lock_guard<std::mutex> lock(shared_mu_);
     shared_[slot] = region;

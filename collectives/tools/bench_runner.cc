@@ -50,14 +50,13 @@ struct BenchRunner::Buffers {
   // Collective with --shared-buffers (every rank runs the same rows).
   void resize(std::size_t new_send, std::size_t new_recv) {
     if (shared_from) {
-      if (send_shared.bytes() < new_send) {
-        send_shared = {};  // the old one goes first: its slot can be reused
-        send_shared = shared_from->allocate_shared(new_send);
-      }
-      if (recv_shared.bytes() < new_recv) {
-        recv_shared = {};
-        recv_shared = shared_from->allocate_shared(new_recv);
-      }
+      auto grow = [&](coll::SharedBuffer& buffer, std::size_t bytes) {
+        if (buffer.bytes() >= bytes) return;
+        buffer = {};  // the old one goes first: its slot can be reused
+        buffer = shared_from->allocate_shared(bytes);
+      };
+      grow(send_shared, new_send);
+      grow(recv_shared, new_recv);
     } else {
       send_vec.resize(new_send);
       recv_vec.resize(new_recv);
