@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # bench_scaling.sh — Mirror's trainer at np 1 and np 2 (and, with --ceiling, two independent 1-rank trainers
 # at once, one per core: what 2 ranks could reach with no communication at all), alternated and repeated, for one or more
-# trainer binaries (e.g. the current build against an older one built in another worktree). Prints every
-# run and the medians: samples/s at np 1 and np 2, scaling np 2 / np 1 (of the medians, and per repeat).
+# trainer binaries (e.g. the current build against an older one built in another worktree) or trainer
+# flags. Prints every run and the medians: samples/s at np 1 and np 2, scaling np 2 / np 1 (of the
+# medians, and per repeat).
 #   scripts/bench_scaling.sh [--repeats 5] [--model mlp:512,256] [--batch 64] [--ceiling] [TRAINER ...]
-# TRAINER defaults to $BUILD_DIR/trainer/tools/trainer (BUILD_DIR default build). Data: data/fmnist.h5.
+# TRAINER is a binary, optionally with trainer flags in the same (quoted) argument, e.g.
+#   scripts/bench_scaling.sh build/trainer/tools/trainer "build/trainer/tools/trainer --shard-optimizer off"
+# and defaults to $BUILD_DIR/trainer/tools/trainer (BUILD_DIR default build). Data: data/fmnist.h5.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -25,7 +28,8 @@ done
 build="${BUILD_DIR:-build}"
 [ ${#trainers[@]} -gt 0 ] || trainers=("$root/$build/trainer/tools/trainer")
 for t in "${trainers[@]}"; do
-  [ -x "$t" ] || { echo "bench_scaling.sh: no trainer at $t; build first (scripts/test.sh) or name one" >&2; exit 2; }
+  read -ra words <<< "$t"
+  [ -x "${words[0]}" ] || { echo "bench_scaling.sh: no trainer at ${words[0]}; build first (scripts/test.sh) or name one" >&2; exit 2; }
 done
 [ -f data/fmnist.h5 ] || "$root/$build/data/mirror-data" fashion-mnist --out data/fmnist.h5 >/dev/null
 mpi=(mpirun)  # Open MPI's default binding (one core per rank at np <= 2), as bench_train.sh and users run it
@@ -37,15 +41,15 @@ rate() { python3 -c "import json,sys; print(round([json.loads(l) for l in open(s
 echo "# bench_scaling: model $model, batch $batch per rank, 1 epoch per run, $repeats repeats; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for rep in $(seq 1 "$repeats"); do
   for i in "${!trainers[@]}"; do
-    t="${trainers[$i]}"
+    read -ra t <<< "${trainers[$i]}"  # the binary and its extra flags
     for np in 1 2; do
-      "${mpi[@]}" -np "$np" -x OPENBLAS_NUM_THREADS=1 "$t" "${args[@]}" --metrics "$tmp/m.jsonl" >/dev/null </dev/null
+      "${mpi[@]}" -np "$np" -x OPENBLAS_NUM_THREADS=1 "${t[@]}" "${args[@]}" --metrics "$tmp/m.jsonl" >/dev/null </dev/null
       echo "{\"repeat\": $rep, \"trainer\": $i, \"run\": \"np$np\", \"samples_per_s\": $(rate "$tmp/m.jsonl")}"
     done
     if [ "$ceiling" = 1 ] && [ "$i" = 0 ]; then
       # Each of the pair on its own core (as the 2 ranks are bound), independent of each other.
       for k in 0 1; do
-        taskset -c "$k" "${mpi[@]}" --bind-to none -np 1 -x OPENBLAS_NUM_THREADS=1 "$t" "${args[@]}" \
+        taskset -c "$k" "${mpi[@]}" --bind-to none -np 1 -x OPENBLAS_NUM_THREADS=1 "${t[@]}" "${args[@]}" \
           --metrics "$tmp/$k.jsonl" >/dev/null </dev/null &
       done
       wait

@@ -27,7 +27,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       data_(segment_->data() + ShmControl::bytes(size)),
       options_(options),
       staging_(options.shm_staging),
-      direct_stores_(options.shm_staging) {
+      direct_stores_(options.shm_staging),
+      gather_stores_(options.shm_staging) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
 }
 
@@ -162,25 +163,27 @@ void ShmCommunicator::allreduce_staged(const CollectiveCall& call, const OpConte
   use_ += steps;
 }
 
-bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpContext& ctx) {
+bool ShmCommunicator::map_direct(const CollectiveCall& call, std::size_t send_bytes, std::size_t recv_bytes,
+                                 const OpContext& ctx, DirectBuffers& out) {
   using Places = ShmControl::BufferPlaces;
-  const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
+  const std::size_t bytes = call.count * dtype_size(call.type);
   // Hold every live shared buffer for the whole call, so the places published stay true.
-  std::array<std::shared_ptr<ShmRegion>, kShmSharedSlots> held;
   Places mine;
   mine.bytes = bytes;
   {
     std::lock_guard<std::mutex> lock(shared_mu_);
     for (int s = 0; s < kShmSharedSlots; ++s) {
-      held[s] = shared_[s].lock();
-      if (held[s]) mine.live |= std::uint64_t{1} << s;
+      out.held[s] = shared_[s].lock();
+      if (out.held[s]) mine.live |= std::uint64_t{1} << s;
     }
   }
-  for (const auto& region : held) {
+  for (const auto& region : out.held) {
     std::size_t off = 0;
     if (!region) continue;
-    if (!Places::placed(mine.send) && region->holds(call.send, bytes, &off)) mine.send = Places::place(region->slot(), off);
-    if (!Places::placed(mine.recv) && region->holds(call.recv, bytes, &off)) mine.recv = Places::place(region->slot(), off);
+    if (!Places::placed(mine.send) && region->holds(call.send, send_bytes, &off))
+      mine.send = Places::place(region->slot(), off);
+    if (!Places::placed(mine.recv) && region->holds(call.recv, recv_bytes, &off))
+      mine.recv = Places::place(region->slot(), off);
   }
   control_.publish_buffers(call.seq, mine);
   step(call, ctx);  // every rank's send is written and its recv free; the places are visible
@@ -197,12 +200,22 @@ bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpConte
     if (!(live >> Places::slot_of(p.send) & 1) || !(live >> Places::slot_of(p.recv) & 1)) return false;
   }
   // Every rank's send and recv, as this rank maps them.
-  std::vector<const unsigned char*> sends(static_cast<std::size_t>(size_));
-  std::vector<unsigned char*> recvs(static_cast<std::size_t>(size_));
+  out.sends.assign(static_cast<std::size_t>(size_), nullptr);
+  out.recvs.assign(static_cast<std::size_t>(size_), nullptr);
   for (int q = 0; q < size_; ++q) {
-    sends[q] = held[Places::slot_of(all[q].send)]->part(q) + Places::offset_of(all[q].send);
-    recvs[q] = held[Places::slot_of(all[q].recv)]->part(q) + Places::offset_of(all[q].recv);
+    out.sends[q] = out.held[Places::slot_of(all[q].send)]->part(q) + Places::offset_of(all[q].send);
+    out.recvs[q] = out.held[Places::slot_of(all[q].recv)]->part(q) + Places::offset_of(all[q].recv);
   }
+  ++direct_calls_;
+  return true;
+}
+
+bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
+  DirectBuffers mapped;
+  if (!map_direct(call, bytes, bytes, ctx, mapped)) return false;
+  const auto& sends = mapped.sends;
+  const auto& recvs = mapped.recvs;
 
   // Rank r reduces chunk r (chunks start on 64-byte boundaries) in pieces of kShmInterleaveBytes.
   const std::size_t align = std::max<std::size_t>(1, 64 / es);
@@ -232,6 +245,46 @@ bool ShmCommunicator::allreduce_direct(const CollectiveCall& call, const OpConte
   }
   if (stream_own || stream_peer) shm_stream_fence();
   direct_stores_.record(stream_peer, bytes,
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start));
+  step(call, ctx);  // every rank's recv is complete
+  return true;
+}
+
+bool ShmCommunicator::reduce_scatter_direct(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), block = call.count * es;
+  DirectBuffers mapped;
+  if (!map_direct(call, block * static_cast<std::size_t>(size_), block, ctx, mapped)) return false;
+  // Rank r reduces block r of every rank's send into its own recv, nothing else: 1/n of the reads of
+  // an allreduce and no writes into other ranks' memory.
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  const std::size_t piece = std::max<std::size_t>(1, kShmInterleaveBytes / es);
+  const std::size_t own_block = static_cast<std::size_t>(rank_) * block;
+  for (std::size_t a = 0; a < call.count; a += piece) {
+    const std::size_t n = std::min(piece, call.count - a);
+    for (int q = 0; q < size_; ++q) srcs[q] = mapped.sends[q] + own_block + a * es;
+    shm_reduce(mapped.recvs[rank_] + a * es, nullptr, srcs.data(), size_, n, call.type, call.op, size_);
+  }
+  step(call, ctx);  // every rank has read its block of every send: the sends may change again
+  return true;
+}
+
+bool ShmCommunicator::allgather_direct(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t es = dtype_size(call.type), block = call.count * es;
+  DirectBuffers mapped;
+  if (!map_direct(call, block, block * static_cast<std::size_t>(size_), ctx, mapped)) return false;
+  // Rank r writes its send into block r of every rank's recv (its own too, unless in place).
+  const std::size_t own_block = static_cast<std::size_t>(rank_) * block;
+  const unsigned char* send = mapped.sends[rank_];
+  const bool stream_peer = gather_stores_.streaming(block);
+  const auto start = Clock::now();
+  for (int q = 0; q < size_; ++q) {
+    unsigned char* dst = mapped.recvs[q] + own_block;
+    if (dst == send) continue;
+    if (q != rank_ && stream_peer) shm_store_streaming(dst, send, block);
+    else std::memcpy(dst, send, block);
+  }
+  if (stream_peer) shm_stream_fence();
+  gather_stores_.record(stream_peer, block,
                         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start));
   step(call, ctx);  // every rank's recv is complete
   return true;
@@ -285,6 +338,9 @@ void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& 
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (count == 0) return step(call, ctx);
+  if (count * es * static_cast<std::size_t>(size_) > kShmSmallBytes && size_ > 1 &&
+      any_shared_.load(std::memory_order_acquire) && allgather_direct(call, ctx))
+    return;
   unsigned char* own = recv + static_cast<std::size_t>(rank_) * count * es;
   if (send != own) std::memcpy(own, send, count * es);
   const std::size_t per_step = kShmSlotBytes / es;
@@ -304,6 +360,9 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (rc == 0) return step(call, ctx);
+  if (rc * es * static_cast<std::size_t>(size_) > kShmSmallBytes && size_ > 1 &&
+      any_shared_.load(std::memory_order_acquire) && reduce_scatter_direct(call, ctx))
+    return;
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   const std::size_t per_step = kShmSlotBytes / (es * static_cast<std::size_t>(size_));
   for (std::size_t b = 0; b < rc; b += per_step) {

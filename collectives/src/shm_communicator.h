@@ -23,7 +23,11 @@
 //     Per rank and message byte: reads 1, writes 1 (no staging). Writes into other ranks' recv use plain
 //     or non-temporal stores as a second StagingStorePolicy decides.
 //   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
-//   allgather: copy in; sync; copy every other rank's block out. broadcast: root copies in; sync; copy out.
+//     On shared buffers (more than 64 KiB in all, same agreement as above): rank r reduces block r
+//     straight from every rank's send into its recv; one sync.
+//   allgather: copy in; sync; copy every other rank's block out. On shared buffers (as reduce_scatter):
+//     rank r writes its block into every rank's recv (plain or non-temporal stores, a third
+//     StagingStorePolicy); one sync. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
 // Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
 // Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
@@ -37,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "call.h"
 #include "mirror/coll/communicator.h"
@@ -79,8 +84,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
   // is outstanding).
   std::uint64_t staging_calls(bool streamed) const { return staging_.calls(streamed); }
-  // Allreduces so far that took the direct path on shared buffers (same reading rule).
-  std::uint64_t direct_calls() const { return direct_stores_.calls(false) + direct_stores_.calls(true); }
+  // Collectives so far that took the direct path on shared buffers (same reading rule).
+  std::uint64_t direct_calls() const { return direct_calls_; }
 
   SharedBuffer allocate_shared(std::size_t bytes) override;
 
@@ -89,9 +94,21 @@ class ShmCommunicator final : public QueuedCommunicator {
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_small(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
-  // Publishes the call's buffer places, syncs, and runs the direct path if every rank can; false (after
-  // the sync) when the staging path must run instead.
+  // Every rank's send and recv of a direct call, mapped here, and the shared buffers held meanwhile.
+  struct DirectBuffers {
+    std::array<std::shared_ptr<ShmRegion>, kShmSharedSlots> held;
+    std::vector<const unsigned char*> sends;
+    std::vector<unsigned char*> recvs;
+  };
+  // Publishes where this rank's send (send_bytes) and recv (recv_bytes) lie, syncs, and maps every
+  // rank's; false (after the sync, on every rank alike) when some rank's do not lie in shared buffers
+  // every rank holds, and the staging path must run instead.
+  bool map_direct(const CollectiveCall& call, std::size_t send_bytes, std::size_t recv_bytes, const OpContext& ctx,
+                  DirectBuffers& out);
+  // The direct paths (map_direct, then the work, then one sync); false when the staging path must run.
   bool allreduce_direct(const CollectiveCall& call, const OpContext& ctx);
+  bool reduce_scatter_direct(const CollectiveCall& call, const OpContext& ctx);
+  bool allgather_direct(const CollectiveCall& call, const OpContext& ctx);
   void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
   void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
@@ -112,6 +129,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   bool first_step_ = false;
   StagingStorePolicy staging_;  // plain or streaming staging stores in pipelined allreduces
   StagingStorePolicy direct_stores_;  // the same for writes into other ranks' recv on the direct path
+  StagingStorePolicy gather_stores_;  // and for the direct allgather's
+  std::uint64_t direct_calls_ = 0;
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;
   std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;

@@ -1,5 +1,5 @@
 // test_shm_shared_buffers.cc — Communicator::allocate_shared and the direct allreduce between shared
-// buffers: every dtype x reduction x in-place/out-of-place at counts on both sides of the 64 KiB
+// buffers (and the direct reduce_scatter and allgather): every dtype x reduction x in-place/out-of-place at counts on both sides of the 64 KiB
 // threshold and not divisible by the rank count, buffers at an offset into a shared buffer, each against
 // a serial reference on every rank (exact-sum inputs, zero tolerance); the direct path is taken exactly
 // when every rank's buffers are shared and alive everywhere (counted), and falls back to the staging path
@@ -54,7 +54,89 @@ std::unique_ptr<Communicator> make(HostTransport t) {
   return ::testing::AssertionSuccess();
 }
 
+// reduce_scatter of `count` per rank from `send` (size() * count elements) into `recv` (in place when
+// recv == send + rank * count), checked against the serial reference; in place, the other blocks of
+// send must be untouched.
+::testing::AssertionResult reduce_scatter_exact(Communicator& c, void* send, void* recv, std::size_t count,
+                                                DataType t, ReduceOp op) {
+  const int r = c.rank(), n = c.size();
+  const std::size_t es = dtype_size(t), total = count * static_cast<std::size_t>(n), mine = r * count;
+  for (std::size_t j = 0; j < total; ++j) put(send, j, t, test_input(op, r, j, n));
+  const bool in_place = recv == static_cast<unsigned char*>(send) + mine * es;
+  if (!in_place) std::memset(recv, 0, count * es);
+  c.reduce_scatter(send, recv, count, t, op);
+  for (std::size_t j = 0; j < total; ++j) {
+    const bool own = j >= mine && j < mine + count;
+    if (!own && !in_place) continue;
+    const double got = own ? get(recv, j - mine, t) : get(send, j, t);
+    const double want = own ? test_reference(op, j, n) : test_input(op, r, j, n);
+    if (got != want) {
+      return ::testing::AssertionFailure() << "reduce_scatter " << to_string(t) << " " << to_string(op) << " count "
+                                           << count << (in_place ? " in place" : " out of place") << ": element "
+                                           << j << " is " << got << ", expected " << want << " (rank " << r << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// allgather of `count` per rank from `send` into `recv` (size() * count; in place when send == recv +
+// rank * count), checked element by element.
+::testing::AssertionResult allgather_exact(Communicator& c, void* send, void* recv, std::size_t count, DataType t) {
+  const int r = c.rank(), n = c.size();
+  const std::size_t es = dtype_size(t), total = count * static_cast<std::size_t>(n);
+  const bool in_place = send == static_cast<unsigned char*>(recv) + r * count * es;
+  if (!in_place) std::memset(recv, 0xff, total * es);
+  for (std::size_t i = 0; i < count; ++i) put(send, i, t, test_input(ReduceOp::kSum, r, i + 3, n));
+  c.allgather(send, recv, count, t);
+  for (std::size_t j = 0; j < total; ++j) {
+    const double want = test_input(ReduceOp::kSum, static_cast<int>(j / count), j % count + 3, n);
+    if (get(recv, j, t) != want) {
+      return ::testing::AssertionFailure() << "allgather " << to_string(t) << " count " << count
+                                           << (in_place ? " in place" : " out of place") << ": element " << j
+                                           << " is " << get(recv, j, t) << ", expected " << want << " (rank " << r
+                                           << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 class SharedBuffers : public ::testing::TestWithParam<HostTransport> {};
+
+TEST_P(SharedBuffers, DirectReduceScatterAndAllgatherExact) {
+  auto c = make(GetParam());
+  const int n = c->size();
+  const std::size_t largest = kLargeCount * 8 + 256;
+  SharedBuffer a = c->allocate_shared(largest), b = c->allocate_shared(largest);
+  const bool shm = std::string(transport_name(*c)) == "shm";
+  const std::uint64_t before = shm_staging_counts(*c).direct;
+  std::uint64_t expected_direct = 0;
+  for (DataType t : all_dtypes()) {
+    const std::size_t es = dtype_size(t);
+    // Per-rank blocks: small; just over 64 KiB in all (not a multiple of 64 bytes); many pieces.
+    for (std::size_t count : {std::size_t{7}, 64 * 1024 / es / n + 1, kLargeCount / n + 3}) {
+      const bool direct = shm && n > 1 && count * es * n > 64 * 1024;
+      auto* own_block_of_a = a.as<unsigned char>() + c->rank() * count * es;
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kProd}) {
+        EXPECT_TRUE(reduce_scatter_exact(*c, a.data(), b.data(), count, t, op));
+        EXPECT_TRUE(reduce_scatter_exact(*c, a.data(), own_block_of_a, count, t, op));
+        expected_direct += direct ? 2 : 0;
+      }
+      EXPECT_TRUE(allgather_exact(*c, b.data(), a.data(), count, t));
+      EXPECT_TRUE(allgather_exact(*c, own_block_of_a, a.data(), count, t));
+      expected_direct += direct ? 2 : 0;
+    }
+  }
+  EXPECT_EQ(shm_staging_counts(*c).direct - before, expected_direct);
+  // One rank's buffers ordinary: everybody takes the staging path, with the same results.
+  const std::size_t count = kLargeCount / n + 3;
+  std::vector<float> own_send(count * n), own_recv(count * n);
+  const bool ordinary = c->rank() == n - 1;
+  void* send = ordinary ? own_send.data() : a.data();
+  void* recv = ordinary ? own_recv.data() : b.data();
+  EXPECT_TRUE(reduce_scatter_exact(*c, send, recv, count, DataType::kFloat32, ReduceOp::kSum));
+  EXPECT_TRUE(allgather_exact(*c, send, recv, count, DataType::kFloat32));
+  EXPECT_EQ(shm_staging_counts(*c).direct - before, expected_direct);
+}
 
 TEST_P(SharedBuffers, DirectAllreduceExactEveryTypeOpAndPlacement) {
   auto c = make(GetParam());

@@ -1,7 +1,8 @@
 // test_grad_sync.cc — GradientBucketer under mpirun: buckets tile the gradient buffer in backward order, each
 // bucket starts as soon as its last gradient is reported, and the result equals the serial average of every
 // rank's gradients (exact-sum inputs: small integers and halves, so float sums and /N are exact for N = 1,2,4;
-// for 3 ranks the tolerance is one float rounding).
+// for 3 ranks the tolerance is one float rounding); sharded, the ranks own a partition of the buffer and
+// gather() restores every element from its owner.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,4 +101,77 @@ TEST(GradSync, ReportingAParameterTwiceIsAnError) {
   EXPECT_THROW(bucketer.on_grad_ready(1), mirror::Error);
   bucketer.on_grad_ready(0);
   bucketer.finish();
+}
+
+// Sharded: the ranks' owned ranges partition the buffer (the tails of buckets not divisible by the rank
+// count are owned by every rank), each rank's owned gradients are the serial average, and gather() gives
+// every rank each owner's values. In ordinary memory and in shared buffers (the shared-memory transport's
+// direct reduce_scatter and allgather).
+TEST(GradSync, ShardedRangesPartitionTheBufferAndGatherRestoresIt) {
+  auto comm = coll::make_communicator();
+  const int rank = comm->rank(), world = comm->size();
+  const std::vector<std::size_t> sizes{784 * 64 + 1, 63, 2049, 31, 100003};
+  const auto slices = layout(sizes);
+  const std::size_t total = slices.back().offset + slices.back().numel;
+  for (bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "shared buffers" : "ordinary memory");
+    coll::SharedBuffer grad_memory, param_memory;
+    std::vector<float> grad_vector, param_vector;
+    float* grads = nullptr;
+    float* params = nullptr;
+    if (shared) {
+      grad_memory = comm->allocate_shared(total * sizeof(float));
+      param_memory = comm->allocate_shared(total * sizeof(float));
+      grads = grad_memory.as<float>();
+      params = param_memory.as<float>();
+    } else {
+      grad_vector.resize(total);
+      param_vector.resize(total);
+      grads = grad_vector.data();
+      params = param_vector.data();
+    }
+    for (std::size_t i = 0; i < total; ++i) grads[i] = grad_value(rank, i);
+    train::GradientBucketer bucketer(*comm, grads, slices, 64 * 1024, /*overlap=*/true, /*sharded=*/true);
+    EXPECT_EQ(bucketer.sharded(), world > 1);
+    bucketer.begin_step(true);
+    for (std::size_t k = sizes.size(); k-- > 0;) bucketer.on_grad_ready(k);
+    bucketer.finish();
+
+    // Every rank's ranges, gathered: each element is owned by exactly one rank, or by all (tails).
+    std::vector<std::int64_t> mine;
+    for (const auto& [begin, end] : bucketer.owned_ranges()) {
+      ASSERT_LT(begin, end);
+      mine.push_back(static_cast<std::int64_t>(begin));
+      mine.push_back(static_cast<std::int64_t>(end));
+    }
+    std::int64_t count = static_cast<std::int64_t>(mine.size()), most = 0;
+    comm->allreduce(&count, &most, 1, coll::DataType::kInt64, coll::ReduceOp::kMax);
+    mine.resize(static_cast<std::size_t>(most), -1);
+    std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(world));
+    comm->allgather(mine.data(), all.data(), mine.size(), coll::DataType::kInt64);
+    std::vector<int> owners(total, 0);
+    for (std::size_t k = 0; k + 1 < all.size(); k += 2)
+      for (std::int64_t i = all[k]; i >= 0 && i < all[k + 1]; ++i) owners[static_cast<std::size_t>(i)] += 1;
+    std::size_t tail_elements = 0;
+    for (std::size_t i = 0; i < total; ++i) {
+      ASSERT_TRUE(owners[i] == 1 || owners[i] == world) << "element " << i << " has " << owners[i] << " owners";
+      tail_elements += world > 1 && owners[i] == world ? 1 : 0;
+    }
+    EXPECT_LT(tail_elements, 2u * static_cast<std::size_t>(world));  // at most world - 1 per bucket, 2 buckets
+
+    for (const auto& [begin, end] : bucketer.owned_ranges()) {
+      for (std::size_t i = begin; i < end; ++i) {
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += grad_value(r, i);
+        ASSERT_NEAR(grads[i], sum / world, std::fabs(sum / world) * 1e-6) << "element " << i;
+      }
+    }
+
+    // gather: owners write i * 0.5, everything else holds a rank-specific wrong value.
+    for (std::size_t i = 0; i < total; ++i) params[i] = -1000.0f - static_cast<float>(rank);
+    for (const auto& [begin, end] : bucketer.owned_ranges())
+      for (std::size_t i = begin; i < end; ++i) params[i] = static_cast<float>(i) * 0.5f;
+    bucketer.gather(params);
+    for (std::size_t i = 0; i < total; ++i) ASSERT_EQ(params[i], static_cast<float>(i) * 0.5f) << "element " << i;
+  }
 }

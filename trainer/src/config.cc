@@ -91,6 +91,11 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--host-transport", c.host_transport,
                  "host backend: auto (shared memory when every rank is on this node), shm or mpi")
       ->check(CLI::IsMember({"auto", "shm", "mpi"}))->group("Communication");
+  app.add_option("--shard-optimizer", c.shard_optimizer,
+                 "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
+                 "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
+                 "and every rank updates everything; auto: on for CPU models")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
       ->check(CLI::Range(0.1, 86400.0))->group("Communication");
 
@@ -193,6 +198,7 @@ std::string to_json(const TrainConfig& c) {
   j["overlap"] = c.overlap;
   j["backend"] = c.backend;
   j["host_transport"] = c.host_transport;
+  j["shard_optimizer"] = c.shard_optimizer;
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;
   j["checkpoint_every"] = c.checkpoint_every;

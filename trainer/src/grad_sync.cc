@@ -1,4 +1,5 @@
-// grad_sync.cc — GradientBucketer: buckets in backward order, async in-place averaging, wait before step.
+// grad_sync.cc — GradientBucketer: buckets in backward order, async in-place averaging (or reduce-scatter
+// and, after the sharded optimizer step, all-gather), wait before step.
 #include "mirror/train/grad_sync.h"
 
 #include <algorithm>
@@ -9,8 +10,13 @@
 namespace mirror::train {
 
 GradientBucketer::GradientBucketer(coll::Communicator& comm, float* flat_grads, std::vector<GradSlice> params,
-                                   std::size_t bucket_bytes, bool overlap)
-    : comm_(comm), grads_(flat_grads), bucket_of_param_(params.size()), reported_(params.size(), 0), overlap_(overlap) {
+                                   std::size_t bucket_bytes, bool overlap, bool sharded)
+    : comm_(comm),
+      grads_(flat_grads),
+      bucket_of_param_(params.size()),
+      reported_(params.size(), 0),
+      overlap_(overlap),
+      sharded_(sharded && comm.size() > 1) {
   MIRROR_CHECK(bucket_bytes > 0, kInvalidArgument, "gradient bucket size must be > 0 bytes");
   for (std::size_t i = 1; i < params.size(); ++i)
     MIRROR_CHECK(params[i].offset == params[i - 1].offset + params[i - 1].numel, kInternal,
@@ -28,6 +34,18 @@ GradientBucketer::GradientBucketer(coll::Communicator& comm, float* flat_grads, 
     }
   }
   if (current.params > 0) buckets_.push_back(current);
+  // What this rank owns after finish(), in buffer order (buckets were made from the end of the buffer).
+  const auto world = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
+  for (auto b = buckets_.rbegin(); b != buckets_.rend(); ++b) {
+    if (!sharded_) {
+      owned_.emplace_back(b->offset, b->offset + b->numel);
+      continue;
+    }
+    b->block = b->numel / world;
+    const std::size_t tail = b->offset + b->block * world;
+    if (b->block > 0) owned_.emplace_back(b->offset + rank * b->block, b->offset + (rank + 1) * b->block);
+    if (tail < b->offset + b->numel) owned_.emplace_back(tail, b->offset + b->numel);
+  }
 }
 
 void GradientBucketer::begin_step(bool sync) {
@@ -42,11 +60,35 @@ void GradientBucketer::begin_step(bool sync) {
 
 void GradientBucketer::start(Bucket& b, bool async) {
   b.started = true;
-  b.work = coll::Work();
+  b.work = b.tail_work = coll::Work();
   if (comm_.size() == 1 || b.numel == 0) return;
+  constexpr auto kF32 = coll::DataType::kFloat32;
+  constexpr auto kAvg = coll::ReduceOp::kAvg;
   float* g = grads_ + b.offset;
-  if (async) b.work = comm_.allreduce_async(g, g, b.numel, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
-  else comm_.allreduce(g, g, b.numel, coll::DataType::kFloat32, coll::ReduceOp::kAvg);
+  if (!sharded_) {
+    if (async) b.work = comm_.allreduce_async(g, g, b.numel, kF32, kAvg);
+    else comm_.allreduce(g, g, b.numel, kF32, kAvg);
+    return;
+  }
+  const std::size_t body = b.block * static_cast<std::size_t>(comm_.size()), tail = b.numel - body;
+  float* own = g + static_cast<std::size_t>(comm_.rank()) * b.block;
+  if (async) {
+    if (b.block > 0) b.work = comm_.reduce_scatter_async(g, own, b.block, kF32, kAvg);
+    if (tail > 0) b.tail_work = comm_.allreduce_async(g + body, g + body, tail, kF32, kAvg);
+    return;
+  }
+  if (b.block > 0) comm_.reduce_scatter(g, own, b.block, kF32, kAvg);
+  if (tail > 0) comm_.allreduce(g + body, g + body, tail, kF32, kAvg);
+}
+
+void GradientBucketer::gather(float* flat) {
+  if (!sharded_) return;
+  for (const Bucket& b : buckets_) {
+    if (b.block == 0) continue;
+    float* base = flat + b.offset;
+    comm_.allgather(base + static_cast<std::size_t>(comm_.rank()) * b.block, base, b.block,
+                    coll::DataType::kFloat32);
+  }
 }
 
 void GradientBucketer::on_grad_ready(std::size_t index) {
@@ -67,8 +109,11 @@ void GradientBucketer::finish() {
   const auto t0 = std::chrono::steady_clock::now();
   // Started buckets first, then the rest blocking, in bucket order (the same on every rank): the last
   // one then runs inline, without handing over to the progress thread and back.
-  for (Bucket& b : buckets_)
-    if (b.started) b.work.wait();
+  for (Bucket& b : buckets_) {
+    if (!b.started) continue;
+    b.work.wait();
+    b.tail_work.wait();
+  }
   for (Bucket& b : buckets_)
     if (!b.started) start(b, false);
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

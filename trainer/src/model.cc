@@ -69,11 +69,17 @@ void Model::bind_layers() {
   }
 }
 
-void Model::use_gradient_memory(float* memory) {
-  MIRROR_CHECK(!device_.is_cuda(), kInvalidArgument, "use_gradient_memory: host memory for a CUDA model");
-  MIRROR_CHECK(memory != nullptr, kInvalidArgument, "use_gradient_memory: null memory");
-  std::copy(grads(), grads() + total_, memory);
-  grad_memory_ = memory;
+void Model::use_gradient_memory(float* memory) { adopt_memory(grad_memory_, grads(), memory, "use_gradient_memory"); }
+
+void Model::use_parameter_memory(float* memory) {
+  adopt_memory(param_memory_, params(), memory, "use_parameter_memory");
+}
+
+void Model::adopt_memory(float*& slot, const float* current, float* memory, const char* what) {
+  MIRROR_CHECK(!device_.is_cuda(), kInvalidArgument, what << ": host memory for a CUDA model");
+  MIRROR_CHECK(memory != nullptr, kInvalidArgument, what << ": null memory");
+  std::copy(current, current + total_, memory);
+  slot = memory;
   bind_layers();
 }
 

@@ -35,11 +35,10 @@ class Sgd final : public Optimizer {
   Sgd(const OptimizerOptions& o, std::int64_t numel, Device device)
       : Optimizer(o, numel, device, o.momentum > 0.0f ? std::vector<std::string>{"momentum"}
                                                       : std::vector<std::string>{}) {}
-  void step(float* params, const float* grads, float lr) override {
-    float* buf = options_.momentum > 0.0f ? state(0) : nullptr;
-    ops::sgd_update(device_, numel_, params, grads, buf, lr, options_.momentum, options_.weight_decay,
-                    options_.nesterov);
-    ++steps_;
+  void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) override {
+    float* buf = options_.momentum > 0.0f ? state(0) + begin : nullptr;
+    ops::sgd_update(device_, end - begin, params + begin, grads + begin, buf, lr, options_.momentum,
+                    options_.weight_decay, options_.nesterov);
   }
 };
 
@@ -47,13 +46,12 @@ class AdamW final : public Optimizer {
  public:
   AdamW(const OptimizerOptions& o, std::int64_t numel, Device device)
       : Optimizer(o, numel, device, {"exp_avg", "exp_avg_sq"}) {}
-  void step(float* params, const float* grads, float lr) override {
+  void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) override {
     const double t = static_cast<double>(steps_ + 1);
     const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta1), t));
     const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta2), t));
-    ops::adamw_update(device_, numel_, params, grads, state(0), state(1), lr, options_.beta1, options_.beta2,
-                      options_.eps, options_.weight_decay, bc1, bc2);
-    ++steps_;
+    ops::adamw_update(device_, end - begin, params + begin, grads + begin, state(0) + begin, state(1) + begin, lr,
+                      options_.beta1, options_.beta2, options_.eps, options_.weight_decay, bc1, bc2);
   }
 };
 
@@ -73,6 +71,20 @@ std::unique_ptr<Optimizer> Optimizer::create(const OptimizerOptions& options, st
   validate(options);
   if (options.kind == OptimizerKind::kSgd) return std::make_unique<Sgd>(options, numel, device);
   return std::make_unique<AdamW>(options, numel, device);
+}
+
+void Optimizer::step(float* params, const float* grads, float lr) {
+  const Range all{0, numel_};
+  step(params, grads, lr, std::span<const Range>(&all, 1));
+}
+
+void Optimizer::step(float* params, const float* grads, float lr, std::span<const Range> ranges) {
+  for (const Range& r : ranges) {
+    MIRROR_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= numel_, kInvalidArgument,
+                 "optimizer range [" << r.begin << ", " << r.end << ") is not within [0, " << numel_ << ")");
+    if (r.end > r.begin) update(params, grads, lr, r.begin, r.end);
+  }
+  ++steps_;
 }
 
 void Optimizer::set_step_count(std::int64_t steps) {

@@ -110,20 +110,28 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   const data::Dataset dataset = data::Dataset::open(config.data);
   const data::DatasetInfo& info = dataset.info();
-  // On the shared-memory transport the gradients of CPU models live in a shared buffer of the gradient
-  // communicator (allocated by every rank, in the same order), which it all-reduces directly.
-  coll::SharedBuffer grad_memory;
   Model model(config.model, info.features, info.num_classes, device);
-  // A /dev/shm too small for it (64 MiB in a default Docker container) only costs speed: the failure is
-  // the same on every rank, and the gradients stay in ordinary memory.
-  std::string shared_grads_failed;
+  const bool sharded = world > 1 && (config.shard_optimizer == "on" ||
+                                     (config.shard_optimizer == "auto" && !device.is_cuda()));
+  // On the shared-memory transport the gradients of CPU models (and, with a sharded optimizer, the
+  // parameters) live in shared buffers of the gradient communicator (allocated by every rank, in the same
+  // order), which it reduces (and gathers) directly.
+  coll::SharedBuffer grad_memory, param_memory;
+  // A /dev/shm too small for them (64 MiB in a default Docker container) only costs speed: the failure is
+  // the same on every rank, and the buffers stay in ordinary memory.
+  std::string shared_memory_failed;
   if (!device.is_cuda() && world > 1 && std::string_view(coll::transport_name(*ctx.gradients)) == "shm") {
+    const std::size_t bytes = static_cast<std::size_t>(model.num_parameters()) * sizeof(float);
     try {
-      grad_memory = ctx.gradients->allocate_shared(static_cast<std::size_t>(model.num_parameters()) * sizeof(float));
+      grad_memory = ctx.gradients->allocate_shared(bytes);
       model.use_gradient_memory(grad_memory.as<float>());
+      if (sharded) {
+        param_memory = ctx.gradients->allocate_shared(bytes);
+        model.use_parameter_memory(param_memory.as<float>());
+      }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kIo) throw;
-      shared_grads_failed = e.message();
+      shared_memory_failed = e.message();
     }
   }
   auto optimizer = Optimizer::create(optimizer_options(config), model.num_parameters(), device);
@@ -159,16 +167,20 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   for (const ParamInfo& p : model.parameters())
     slices.push_back({static_cast<std::size_t>(p.offset), static_cast<std::size_t>(p.numel)});
   GradientBucketer bucketer(*ctx.gradients, model.grads(), slices,
-                            static_cast<std::size_t>(config.bucket_mb * 1024 * 1024), config.overlap);
+                            static_cast<std::size_t>(config.bucket_mb * 1024 * 1024), config.overlap, sharded);
+  std::vector<Optimizer::Range> owned;
+  for (const auto& [begin, end] : bucketer.owned_ranges())
+    owned.push_back({static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end)});
   SoftmaxCrossEntropy loss(device);
 
   if (out) {
     *out << "mirror trainer: " << world << " rank" << (world > 1 ? "s" : "") << " on " << to_string(device)
          << (device.is_cpu() ? " (" + std::to_string(config.blas_threads) + " BLAS thread per rank)" : "")
          << ", gradients over " << coll::to_string(ctx.gradients->backend()) << " ("
-         << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")\n";
-    if (!shared_grads_failed.empty())
-      *out << "  warning: gradients in ordinary memory (slower all-reduce): " << shared_grads_failed << "\n";
+         << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")"
+         << (sharded ? ", optimizer sharded over " + std::to_string(world) + " ranks" : "") << "\n";
+    if (!shared_memory_failed.empty())
+      *out << "  warning: gradients in ordinary memory (slower all-reduce): " << shared_memory_failed << "\n";
     *out << "  data " << config.data << ": " << info.train_size << " train, " << info.test_size << " test, "
          << info.features << " features, " << info.num_classes << " classes\n"
          << "  model " << model.spec().to_string() << ": " << model.num_parameters() << " parameters ("
@@ -200,6 +212,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
     if (config.checkpoint_dir.empty() || last_checkpoint_step == pos.step) return;
     // The partial epoch sums are stored reduced over all ranks (a collective: every rank is here).
     const EpochSums sums = reduce_sums(control, pos.loss_sum, pos.correct, pos.samples);
+    // A sharded optimizer's state is current only in each rank's own ranges: gather it first.
+    for (std::size_t i = 0; i < optimizer->state_names().size(); ++i) bucketer.gather(optimizer->state_data(i));
     if (rank == 0) {
       RunPosition saved = pos;
       saved.loss_sum = sums.loss_sum;
@@ -254,7 +268,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
       bucketer.finish();
       comm_wait += bucketer.last_wait_seconds();
       ++steps_here;
-      optimizer->step(model.params(), model.grads(), schedule.lr_at(pos.step));
+      optimizer->step(model.params(), model.grads(), schedule.lr_at(pos.step), owned);
+      bucketer.gather(model.params());
       pos.step += 1;
       bar.update(pos.epoch + 1, config.epochs, pos.micro / accum, steps_per_epoch,
                  pos.samples ? pos.loss_sum / static_cast<double>(pos.samples) : 0.0);

@@ -150,7 +150,8 @@ class Communicator {
   // buffer is mapped by every other rank (the analogue of NCCL's user-buffer registration), and an
   // allreduce larger than 64 KiB whose send and recv lie in such buffers on every rank reduces straight
   // from the other ranks' send buffers into every rank's recv buffer: no staging copies, half the memory
-  // traffic (docs/collectives-shm.md). Other host transports return ordinary memory (calls on it work
+  // traffic (docs/collectives-shm.md); reduce_scatter and allgather of more than 64 KiB in all likewise
+  // read or write the other ranks' buffers directly. Other host transports return ordinary memory (calls on it work
   // as on any buffer). The nccl backend throws kInvalidArgument (its buffers are device memory).
   // Failures (no room in /dev/shm, more than 64 live shared buffers) throw on every rank.
   virtual SharedBuffer allocate_shared(std::size_t bytes);
@@ -164,7 +165,7 @@ const char* transport_name(const Communicator& comm);
 
 // Shared-memory transport only (zeros otherwise): how many large (pipelined) allreduces so far wrote the
 // staging buffers with plain stores and how many with streaming ones (see ShmStaging), and how many
-// allreduces went straight between shared buffers (allocate_shared) without staging. Read it while no
+// allreduces, reduce_scatters and allgathers went straight between shared buffers (allocate_shared) without staging. Read it while no
 // call of `comm` is outstanding.
 struct ShmStagingCounts {
   std::uint64_t cached = 0;

@@ -46,6 +46,9 @@ struct TrainConfig {
   bool overlap = true;              // start each bucket during backward (false: all after backward)
   std::string backend = "auto";     // auto | host | nccl
   std::string host_transport = "auto";  // host backend: auto | shm | mpi
+  // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
+  // all of them after an all-reduce: auto (on for CPU models with more than one rank) | on | off.
+  std::string shard_optimizer = "auto";
   double timeout_s = 300.0;
   // Checkpoints, evaluation, output.
   std::string checkpoint_dir;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "mirror/coll/communicator.h"
@@ -25,7 +26,7 @@ class GradientBucketer {
  public:
   // `params` in model order (their slices tile the buffer in order); backward reports them in reverse order.
   GradientBucketer(coll::Communicator& comm, float* flat_grads, std::vector<GradSlice> params,
-                   std::size_t bucket_bytes, bool overlap = true);
+                   std::size_t bucket_bytes, bool overlap = true, bool sharded = false);
 
   // Arms the buckets for one backward pass. sync=false (an accumulation micro-step) makes on_grad_ready a no-op.
   void begin_step(bool sync);
@@ -33,6 +34,16 @@ class GradientBucketer {
   void on_grad_ready(std::size_t index);
   // Starts whatever has not started (all buckets, when overlap is off) and waits for every bucket.
   void finish();
+
+  // Whether buckets are reduce-scattered (sharded and more than one rank).
+  bool sharded() const { return sharded_; }
+  // The elements [begin, end) of the flat buffer whose averaged gradients this rank holds after finish():
+  // everything unless sharded; sharded, the ranks' ranges partition the buffer. Sorted.
+  const std::vector<std::pair<std::size_t, std::size_t>>& owned_ranges() const { return owned_; }
+  // Sharded only (a no-op otherwise): blocking in-place all-gather of every bucket's blocks of `flat`
+  // (a buffer with the gradients' layout, e.g. the parameters or an optimizer state), so that every rank
+  // holds each block as its owner has it. Collective: every rank calls it.
+  void gather(float* flat);
 
   std::size_t bucket_count() const { return buckets_.size(); }
   // Elements in bucket b, and how many buckets were started before finish() in the last step (overlap; at
@@ -46,8 +57,9 @@ class GradientBucketer {
     std::size_t offset = 0, numel = 0;
     std::size_t params = 0;     // parameters in it
     std::size_t pending = 0;    // not yet ready in this step
+    std::size_t block = 0;      // sharded: elements per rank (the tail, numel - block * size, is all-reduced)
     bool started = false;
-    coll::Work work;
+    coll::Work work, tail_work;
   };
   void start(Bucket& b, bool async);
 
@@ -57,6 +69,8 @@ class GradientBucketer {
   std::vector<std::size_t> bucket_of_param_;
   std::vector<char> reported_;  // per parameter, in this step
   bool overlap_;
+  bool sharded_;
+  std::vector<std::pair<std::size_t, std::size_t>> owned_;
   bool sync_ = true;
   std::size_t started_before_finish_ = 0;
   double last_wait_seconds_ = 0.0;

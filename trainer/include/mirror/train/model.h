@@ -49,8 +49,8 @@ class Model {
 
   const std::vector<ParamInfo>& parameters() const { return infos_; }
   std::int64_t num_parameters() const { return total_; }  // numel of the flat buffers
-  float* params() { return static_cast<float*>(params_.data()); }
-  const float* params() const { return static_cast<const float*>(params_.data()); }
+  float* params() { return param_memory_ ? param_memory_ : static_cast<float*>(params_.data()); }
+  const float* params() const { return param_memory_ ? param_memory_ : static_cast<const float*>(params_.data()); }
   float* grads() { return grad_memory_ ? grad_memory_ : static_cast<float*>(grads_.data()); }
   const float* grads() const { return grad_memory_ ? grad_memory_ : static_cast<const float*>(grads_.data()); }
   // CPU models only: from now on the gradients live in `memory` (num_parameters() floats, owned by the
@@ -58,6 +58,8 @@ class Model {
   // The trainer puts them in a communicator's shared buffer, which the shared-memory allreduce reads and
   // writes directly (coll::Communicator::allocate_shared).
   void use_gradient_memory(float* memory);
+  // The same for the parameters (the trainer's sharded optimizer step all-gathers them directly).
+  void use_parameter_memory(float* memory);
 
   // Deterministic: the same seed gives the same values on every machine and device (computed on the host
   // with a seeded mt19937_64 per parameter, then copied). See docs/compute.md.
@@ -85,6 +87,8 @@ class Model {
 
  private:
   void bind_layers();  // every layer's parameter and gradient pointers into the flat buffers
+  // use_*_memory: copies `current` (num_parameters() floats) into `memory`, points `slot` at it, rebinds.
+  void adopt_memory(float*& slot, const float* current, float* memory, const char* what);
 
   ModelSpec spec_;
   Shape input_shape_;
@@ -96,7 +100,8 @@ class Model {
   std::vector<ParamInfo> infos_;
   std::int64_t total_ = 0;
   DeviceBuffer params_, grads_;
-  float* grad_memory_ = nullptr;  // set by use_gradient_memory
+  float* grad_memory_ = nullptr;   // set by use_gradient_memory
+  float* param_memory_ = nullptr;  // set by use_parameter_memory
   std::int64_t batch_ = -1;  // batch of the last forward
 };
 

@@ -43,7 +43,15 @@ class Optimizer {
   static std::unique_ptr<Optimizer> create(const OptimizerOptions& options, std::int64_t numel, Device device);
 
   // One update of params (device, numel) from grads with learning rate lr; increments step_count().
-  virtual void step(float* params, const float* grads, float lr) = 0;
+  void step(float* params, const float* grads, float lr);
+  // The same update restricted to elements [r.begin, r.end) of each range: params, grads and state
+  // outside them are not read or written. Increments step_count() once. The rules are elementwise, so
+  // the ranks of a sharded step (each updating its own ranges of a partition of [0, numel)) compute
+  // exactly the values one step() over everything would.
+  struct Range {
+    std::int64_t begin = 0, end = 0;
+  };
+  void step(float* params, const float* grads, float lr, std::span<const Range> ranges);
 
   const OptimizerOptions& options() const { return options_; }
   std::int64_t numel() const { return numel_; }
@@ -58,10 +66,14 @@ class Optimizer {
   void state_from_host(std::string_view name, std::span<const float> host);  // exactly numel() values
   // Zeroes the state and the step counter.
   void reset();
+  // State buffer i (device memory, numel() floats; i < state_names().size()), e.g. to all-gather it.
+  float* state_data(std::size_t i) { return states_.at(i).data(); }
 
  protected:
   Optimizer(const OptimizerOptions& options, std::int64_t numel, Device device, std::vector<std::string> names);
   float* state(std::size_t i) { return states_[i].data(); }
+  // The rule over elements [begin, end), for step count steps_ + 1.
+  virtual void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) = 0;
 
   OptimizerOptions options_;
   std::int64_t numel_;
