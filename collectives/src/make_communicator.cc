@@ -110,6 +110,7 @@ ShmStagingCounts shm_staging_counts(const Communicator& comm) {
     counts.cached = shm->staging_calls(false);
     counts.streaming = shm->staging_calls(true);
     counts.direct = shm->direct_calls();
+    counts.evicted = shm->evicting_calls();
   }
   return counts;
 }

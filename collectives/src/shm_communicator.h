@@ -24,7 +24,8 @@
 //     or non-temporal stores as a second StagingStorePolicy decides.
 //   reduce_scatter: copy the blocks other ranks need in; sync; reduce own block from every buffer.
 //     On shared buffers (more than 64 KiB in all, same agreement as above): rank r reduces block r
-//     straight from every rank's send into its recv; one sync.
+//     straight from every rank's send into its recv, evicting the lines it read from the other ranks
+//     when a peer-store policy finds cross-core invalidation expensive; one sync.
 //   allgather: copy in; sync; copy every other rank's block out. On shared buffers (as reduce_scatter):
 //     rank r writes its block into every rank's recv (plain or non-temporal stores, a third
 //     StagingStorePolicy); one sync. broadcast: root copies in; sync; copy out.
@@ -86,6 +87,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t staging_calls(bool streamed) const { return staging_.calls(streamed); }
   // Collectives so far that took the direct path on shared buffers (same reading rule).
   std::uint64_t direct_calls() const { return direct_calls_; }
+  // Direct reduce_scatters that evicted the lines they read from other ranks (same reading rule).
+  std::uint64_t evicting_calls() const { return evicted_; }
 
   SharedBuffer allocate_shared(std::size_t bytes) override;
 
@@ -131,6 +134,7 @@ class ShmCommunicator final : public QueuedCommunicator {
   StagingStorePolicy direct_stores_;  // the same for writes into other ranks' recv on the direct path
   StagingStorePolicy gather_stores_;  // and for the direct allgather's
   std::uint64_t direct_calls_ = 0;
+  std::uint64_t evicted_ = 0;  // direct reduce_scatters that evicted the lines they read
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;
   std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;

@@ -9,7 +9,9 @@
 #include "shm_reduce_kernels.h"
 
 #if defined(__x86_64__) || defined(__SSE2__)
+#include <cpuid.h>
 #include <emmintrin.h>
+#include <immintrin.h>
 #define MIRROR_SHM_STREAM 1
 #endif
 
@@ -49,6 +51,37 @@ void shm_reduce(void* dst, void* dst2, const void* const* srcs, int nsrc, std::s
 void shm_copy_streaming(void* dst, const void* src, std::size_t bytes) {
   shm_store_streaming(dst, src, bytes);
   shm_stream_fence();
+}
+
+namespace {
+bool has_clflushopt() {
+#ifdef MIRROR_SHM_STREAM
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b >> 23 & 1) != 0;
+#else
+  return false;
+#endif
+}
+
+#ifdef MIRROR_SHM_STREAM
+__attribute__((target("clflushopt"))) void flush_lines_opt(const unsigned char* p, const unsigned char* end) {
+  for (; p < end; p += 64) _mm_clflushopt(const_cast<unsigned char*>(p));
+}
+#endif
+}  // namespace
+
+void shm_evict_lines(const void* data, std::size_t bytes) {
+#ifdef MIRROR_SHM_STREAM
+  static const bool opt = has_clflushopt();
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* end = p + bytes;
+  p -= reinterpret_cast<std::uintptr_t>(p) % 64;
+  if (opt) return flush_lines_opt(p, end);
+  for (; p < end; p += 64) _mm_clflush(p);
+#else
+  (void)data;
+  (void)bytes;
+#endif
 }
 
 void shm_stream_fence() {

@@ -31,6 +31,10 @@ void shm_copy_streaming(void* dst, const void* src, std::size_t bytes);
 // The same without the fence (many calls, then one shm_stream_fence()).
 void shm_store_streaming(void* dst, const void* src, std::size_t bytes);
 void shm_stream_fence();
+// Evicts the cache lines of [data, data + bytes) from every cache (clflushopt, else clflush; nothing off
+// x86): a rank that has read another rank's lines drops its copies, so that the owner's next writes to
+// them need not invalidate them in this core's cache first.
+void shm_evict_lines(const void* data, std::size_t bytes);
 
 // "avx2" or "generic": which build of the kernel shm_reduce uses on this CPU.
 const char* shm_reduce_isa();

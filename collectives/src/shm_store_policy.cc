@@ -27,6 +27,12 @@ bool StagingStorePolicy::streaming(std::size_t bytes) const {
   return c.calls % kExploreEvery >= kExploreEvery - 2 ? !best : best;
 }
 
+bool StagingStorePolicy::streaming_cheaper(std::size_t bytes) const {
+  if (mode_ != ShmStaging::kAuto) return mode_ == ShmStaging::kStreaming;
+  const SizeClass& c = size_class(bytes);
+  return c.cost[0] >= 0 && c.cost[1] >= 0 && c.cost[1] < c.cost[0];
+}
+
 void StagingStorePolicy::record(bool streamed, std::size_t bytes, std::chrono::nanoseconds work) {
   const int k = streamed ? 1 : 0;
   ++counts_[k];

@@ -33,6 +33,9 @@ class StagingStorePolicy {
 
   // Whether the next large allreduce, of `bytes`, writes staging buffers with non-temporal stores.
   bool streaming(std::size_t bytes) const;
+  // Whether streaming stores were measured cheaper for messages of `bytes` (fixed modes: whether they are
+  // used): i.e. whether invalidating lines in the other rank's cache costs much under the current placement.
+  bool streaming_cheaper(std::size_t bytes) const;
   // The work time (waits excluded) of an allreduce of `bytes` run with `streamed` stores.
   void record(bool streamed, std::size_t bytes, std::chrono::nanoseconds work);
   // Calls recorded so far with each choice: [0] plain, [1] streaming.

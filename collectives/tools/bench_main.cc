@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(staging.streaming));
       }
       if (staging.direct > 0) {
-        std::printf("# shm direct allreduces (shared buffers, rank 0): %llu\n",
+        std::printf("# shm direct collectives (shared buffers, rank 0): %llu\n",
                     static_cast<unsigned long long>(staging.direct));
       }
       if (!o.json_path.empty()) {

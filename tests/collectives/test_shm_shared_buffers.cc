@@ -165,6 +165,27 @@ TEST_P(SharedBuffers, DirectAllreduceExactEveryTypeOpAndPlacement) {
   EXPECT_EQ(shm_staging_counts(*c).direct, expected_direct);
 }
 
+// The direct reduce_scatter evicts the lines it read from the other ranks exactly when the peer-store
+// policies say cross-core invalidation is expensive (fixed here with CommOptions::shm_staging), and the
+// results are the same either way.
+TEST(SharedBufferDirect, ReduceScatterEvictsWhatItReadOnlyWhenStreamingWins) {
+  for (ShmStaging staging : {ShmStaging::kStreaming, ShmStaging::kCached}) {
+    CommOptions o;
+    o.timeout = std::chrono::seconds(60);
+    o.host_transport = HostTransport::kShm;
+    o.shm_staging = staging;
+    auto c = make_communicator(o);
+    const std::size_t count = kLargeCount / c->size() + 3;
+    SharedBuffer a = c->allocate_shared(count * c->size() * 4), b = c->allocate_shared(count * 4);
+    EXPECT_TRUE(reduce_scatter_exact(*c, a.data(), b.data(), count, DataType::kFloat32, ReduceOp::kSum));
+    EXPECT_TRUE(reduce_scatter_exact(*c, a.data(), a.as<float>() + c->rank() * count, count, DataType::kFloat32,
+                                     ReduceOp::kAvg));
+    const bool evicts = staging == ShmStaging::kStreaming && c->size() > 1;
+    EXPECT_EQ(shm_staging_counts(*c).evicted, evicts ? 2u : 0u) << to_string(staging);
+    EXPECT_EQ(shm_staging_counts(*c).direct, c->size() > 1 ? 2u : 0u) << to_string(staging);
+  }
+}
+
 TEST_P(SharedBuffers, OrdinaryBuffersOnOneRankFallBackToStaging) {
   auto c = make(GetParam());
   const std::size_t count = kLargeCount, bytes = count * 4;

@@ -171,6 +171,8 @@ struct ShmStagingCounts {
   std::uint64_t cached = 0;
   std::uint64_t streaming = 0;
   std::uint64_t direct = 0;
+  // Direct reduce_scatters that evicted the lines they read from other ranks (placement-dependent).
+  std::uint64_t evicted = 0;
 };
 ShmStagingCounts shm_staging_counts(const Communicator& comm);
 
