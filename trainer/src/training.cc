@@ -180,7 +180,8 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
          << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")"
          << (sharded ? ", optimizer sharded over " + std::to_string(world) + " ranks" : "") << "\n";
     if (!shared_memory_failed.empty())
-      *out << "  warning: gradients in ordinary memory (slower all-reduce): " << shared_memory_failed << "\n";
+      *out << "  warning: " << (grad_memory.data() ? "parameters" : "gradients")
+           << " in ordinary memory (slower collectives): " << shared_memory_failed << "\n";
     *out << "  data " << config.data << ": " << info.train_size << " train, " << info.test_size << " test, "
          << info.features << " features, " << info.num_classes << " classes\n"
          << "  model " << model.spec().to_string() << ": " << model.num_parameters() << " parameters ("
@@ -231,7 +232,7 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   bool stop = false;
   for (; pos.epoch < config.epochs && !stop; ++pos.epoch, pos.micro = 0) {
     const auto epoch_start = Clock::now();
-    double data_wait = 0.0, comm_wait = 0.0;
+    double data_wait = 0.0, comm_wait = 0.0, optimizer_time = 0.0, gather_time = 0.0;
     std::int64_t steps_here = 0;
     std::int64_t trained_here = 0;
     // A checkpoint taken after an epoch's last step but before its epoch line resumes straight to that line.
@@ -268,8 +269,12 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
       bucketer.finish();
       comm_wait += bucketer.last_wait_seconds();
       ++steps_here;
+      const auto optimizer_start = Clock::now();
       optimizer->step(model.params(), model.grads(), schedule.lr_at(pos.step), owned);
+      const auto gather_start = Clock::now();
       bucketer.gather(model.params());
+      optimizer_time += std::chrono::duration<double>(gather_start - optimizer_start).count();
+      gather_time += seconds_since(gather_start);
       pos.step += 1;
       bar.update(pos.epoch + 1, config.epochs, pos.micro / accum, steps_per_epoch,
                  pos.samples ? pos.loss_sum / static_cast<double>(pos.samples) : 0.0);
@@ -318,6 +323,10 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
       // backward (all of the communication without overlap; only the part not hidden with it).
       m["step_s"] = steps_here ? train_seconds / static_cast<double>(steps_here) : 0.0;
       m["comm_wait_s"] = steps_here ? comm_wait / static_cast<double>(steps_here) : 0.0;
+      // The optimizer step (this rank's part of it when sharded) and the sharded step's all-gather of
+      // the updated parameters (0 when not sharded), per step.
+      m["optimizer_s"] = steps_here ? optimizer_time / static_cast<double>(steps_here) : 0.0;
+      m["gather_s"] = steps_here ? gather_time / static_cast<double>(steps_here) : 0.0;
       pos.metrics_jsonl += m.dump() + "\n";
       if (!config.metrics.empty()) write_file_atomically(config.metrics, pos.metrics_jsonl);
       if (out) {
