@@ -94,7 +94,7 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--shard-optimizer", c.shard_optimizer,
                  "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
                  "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
-                 "and every rank updates everything; auto: on for CPU models")
+                 "and every rank updates everything; auto: on for CPU models on the shared-memory transport")
       ->check(CLI::IsMember({"auto", "on", "off"}))->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
       ->check(CLI::Range(0.1, 86400.0))->group("Communication");

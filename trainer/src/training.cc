@@ -111,8 +111,10 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   const data::Dataset dataset = data::Dataset::open(config.data);
   const data::DatasetInfo& info = dataset.info();
   Model model(config.model, info.features, info.num_classes, device);
-  const bool sharded = world > 1 && (config.shard_optimizer == "on" ||
-                                     (config.shard_optimizer == "auto" && !device.is_cuda()));
+  // auto: where the reduce-scatter and all-gather go straight between shared buffers (over MPI the
+  // all-gather costs more than the half optimizer step saves: docs/benchmarks.md).
+  const bool on_shm = !device.is_cuda() && std::string_view(coll::transport_name(*ctx.gradients)) == "shm";
+  const bool sharded = world > 1 && (config.shard_optimizer == "on" || (config.shard_optimizer == "auto" && on_shm));
   // On the shared-memory transport the gradients of CPU models (and, with a sharded optimizer, the
   // parameters) live in shared buffers of the gradient communicator (allocated by every rank, in the same
   // order), which it reduces (and gathers) directly.
@@ -120,7 +122,7 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   // A /dev/shm too small for them (64 MiB in a default Docker container) only costs speed: the failure is
   // the same on every rank, and the buffers stay in ordinary memory.
   std::string shared_memory_failed;
-  if (!device.is_cuda() && world > 1 && std::string_view(coll::transport_name(*ctx.gradients)) == "shm") {
+  if (on_shm && world > 1) {
     const std::size_t bytes = static_cast<std::size_t>(model.num_parameters()) * sizeof(float);
     try {
       grad_memory = ctx.gradients->allocate_shared(bytes);

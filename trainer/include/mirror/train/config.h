@@ -47,7 +47,7 @@ struct TrainConfig {
   std::string backend = "auto";     // auto | host | nccl
   std::string host_transport = "auto";  // host backend: auto | shm | mpi
   // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
-  // all of them after an all-reduce: auto (on for CPU models with more than one rank) | on | off.
+  // all of them after an all-reduce: auto (on for CPU models on the shared-memory transport) | on | off.
   std::string shard_optimizer = "auto";
   double timeout_s = 300.0;
   // Checkpoints, evaluation, output.
