@@ -1,6 +1,7 @@
 // test_optimizer.cc — SGD (plain, momentum, Nesterov, weight decay) and AdamW against serial double-precision
 // updates written from the published formulas, over several steps with changing gradients and lr; state
-// save/load continues bit-exactly; option checks.
+// save/load continues bit-exactly; a step over a partition of ranges equals one over everything; option
+// checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,6 +117,47 @@ TEST(Optimizer, StateSaveLoadContinuesExactly) {
     second->set_step_count(first->step_count());
     for (int s = 2; s < kSteps; ++s) second->step(q.data(), grads_at(s).data(), lr_at(s));
     EXPECT_EQ(p, q) << to_string(kind);  // bit-exact: same operations on the same values
+  }
+}
+
+// What each rank of a sharded step does: updating a partition of [0, n) range by range (odd sizes, so the
+// vectorised loops split differently) gives bit for bit what one step over everything gives, parameters
+// and state, for SGD (momentum, Nesterov, weight decay) and AdamW; a step over a range leaves everything
+// outside it alone; a range outside [0, n) is refused.
+TEST(Optimizer, StepOverAPartitionOfRangesEqualsOneStep) {
+  const std::vector<OptimizerOptions> kinds = {
+      {.kind = OptimizerKind::kSgd, .momentum = 0.9f, .nesterov = true, .weight_decay = 0.01f},
+      {.kind = OptimizerKind::kAdamW, .weight_decay = 0.01f}};
+  const std::vector<Optimizer::Range> partition = {{0, 7}, {7, 8}, {8, 19}, {19, kN}};
+  for (const OptimizerOptions& o : kinds) {
+    SCOPED_TRACE(to_string(o.kind));
+    auto whole = Optimizer::create(o, kN, Device{});
+    auto pieces = Optimizer::create(o, kN, Device{});
+    auto p = random_vector(kN, 1), q = p;
+    for (int s = 0; s < kSteps; ++s) {
+      const auto g = grads_at(s);
+      whole->step(p.data(), g.data(), lr_at(s));
+      pieces->step(q.data(), g.data(), lr_at(s), partition);
+    }
+    EXPECT_EQ(pieces->step_count(), kSteps);
+    for (std::int64_t i = 0; i < kN; ++i) ASSERT_EQ(p[i], q[i]) << "parameter " << i;
+    for (const std::string& name : whole->state_names()) EXPECT_EQ(whole->state_to_host(name), pieces->state_to_host(name));
+
+    // One range only: the rest of the parameters and state stay as they were.
+    auto r = random_vector(kN, 2);
+    const auto before = r;
+    const auto g = grads_at(0);
+    auto part = Optimizer::create(o, kN, Device{});
+    const std::vector<Optimizer::Range> middle = {{5, 9}};
+    part->step(r.data(), g.data(), 0.1f, middle);
+    const auto state = part->state_to_host(part->state_names()[0]);
+    for (std::int64_t i = 0; i < kN; ++i) {
+      const bool inside = i >= 5 && i < 9;
+      EXPECT_EQ(r[i] != before[i], inside) << "parameter " << i;
+      EXPECT_EQ(state[i] != 0.0f, inside) << "state " << i;
+    }
+    const std::vector<Optimizer::Range> outside = {{20, kN + 1}};
+    EXPECT_THROW(part->step(r.data(), g.data(), 0.1f, outside), Error);
   }
 }
 
