@@ -65,7 +65,7 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   if (call.count == 0) return step(call, ctx);
   // The agreement sync of shared buffers: only once any exist (then on every rank), and only where the
   // direct path would beat the single-sync one.
-  if (bytes > kShmSmallBytes && size_ > 1 && any_shared_.load(std::memory_order_acquire)) {
+  if (try_direct(bytes)) {
     if (allreduce_direct(call, ctx)) return;
   } else if (bytes <= kShmSlotBytes &&
              (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
@@ -346,9 +346,7 @@ void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& 
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (count == 0) return step(call, ctx);
-  if (count * es * static_cast<std::size_t>(size_) > kShmSmallBytes && size_ > 1 &&
-      any_shared_.load(std::memory_order_acquire) && allgather_direct(call, ctx))
-    return;
+  if (try_direct(count * es * static_cast<std::size_t>(size_)) && allgather_direct(call, ctx)) return;
   unsigned char* own = recv + static_cast<std::size_t>(rank_) * count * es;
   if (send != own) std::memcpy(own, send, count * es);
   const std::size_t per_step = kShmSlotBytes / es;
@@ -368,9 +366,7 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (rc == 0) return step(call, ctx);
-  if (rc * es * static_cast<std::size_t>(size_) > kShmSmallBytes && size_ > 1 &&
-      any_shared_.load(std::memory_order_acquire) && reduce_scatter_direct(call, ctx))
-    return;
+  if (try_direct(rc * es * static_cast<std::size_t>(size_)) && reduce_scatter_direct(call, ctx)) return;
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   const std::size_t per_step = kShmSlotBytes / (es * static_cast<std::size_t>(size_));
   for (std::size_t b = 0; b < rc; b += per_step) {

@@ -97,6 +97,11 @@ class ShmCommunicator final : public QueuedCommunicator {
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_small(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
+  // Whether a call moving `bytes` in all starts with the shared-buffer agreement: only once shared
+  // buffers exist (then on every rank alike), and only above kShmSmallBytes.
+  bool try_direct(std::size_t bytes) const {
+    return bytes > kShmSmallBytes && size_ > 1 && any_shared_.load(std::memory_order_acquire);
+  }
   // Every rank's send and recv of a direct call, mapped here, and the shared buffers held meanwhile.
   struct DirectBuffers {
     std::array<std::shared_ptr<ShmRegion>, kShmSharedSlots> held;

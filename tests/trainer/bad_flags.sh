@@ -9,6 +9,7 @@ expect_error 2 "--lr" mpi 2 "$TRAINER" "${d[@]}" --lr -1
 expect_error 2 "--batch-size" mpi 2 "$TRAINER" "${d[@]}" --batch-size 0
 expect_error 2 "--global-batch-size 7 does not divide by the 2 ranks" mpi 2 "$TRAINER" "${d[@]}" --global-batch-size 7
 expect_error 2 "--device" mpi 1 "$TRAINER" "${d[@]}" --device tpu
+expect_error 2 "--shard-optimizer" mpi 2 "$TRAINER" "${d[@]}" --shard-optimizer sometimes
 expect_error 2 "--checkpoint-every 'often'" mpi 1 "$TRAINER" "${d[@]}" --checkpoint-every often
 expect_error 2 "--resume auto needs --checkpoint-dir" mpi 1 "$TRAINER" "${d[@]}" --resume auto
 expect_error 2 "--data is required" mpi 1 "$TRAINER" --epochs 1
