@@ -12,7 +12,9 @@ packages=(
   libgtest-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
+  libzip-dev libstb-dev
   python3-matplotlib
+  python3-numpy python3-h5py python3-pil
   "$@"
 )
 
