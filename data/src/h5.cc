@@ -23,7 +23,7 @@ Id open_file_readonly(const std::string& path) {
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
   MIRROR_CHECK(is_h5 > 0, kFormat, "file '" << path << "' is not an HDF5 file; expected a dataset written by mirror-data");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  MIRROR_CHECK(f >= 0, kIo, "cannot open HDF5 file '" << path << "' for reading");
+  MIRROR_CHECK(f >= 0, kIo, "cannot open HDF5 file '" << path << "' for reading (truncated or corrupt?)");
   return Id(f, H5Fclose);
 }
 

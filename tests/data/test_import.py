@@ -275,6 +275,10 @@ def main():
     bad([p("u.npz"), "--test-fraction", "0.2", "--layout", "nhwc"], ["--layout nhwc needs samples of shape (H, W, C)"])
     bad([p("src.h5"), "--x", "/images/nope", "--y", "/labels/train", "--test-fraction", "0.2"],
         ["no dataset '/images/nope'", "/images/train"])
+    hraw = open(p("src.h5"), "rb").read()
+    open(p("cut.h5"), "wb").write(hraw[: len(hraw) * 2 // 3])
+    bad([p("cut.h5"), "--x", "/images/train", "--y", "/labels/train", "--test-fraction", "0.2"],
+        ["cut.h5", "truncated or corrupt"])
     os.makedirs(p("broken/a"))
     png(p("broken/a/ok.png"), g1, "L")
     open(p("broken/a/zz.png"), "wb").write(b"\x89PNG\r\n\x1a\n this is not a PNG")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "import_sources.h"
@@ -92,19 +93,31 @@ int64_t scan_labels(const SplitSource& src, const char* split, int64_t limit) {
   return largest;
 }
 
-// Marks test_count of n samples, drawn from the seed: which samples --test-fraction sends to the test split.
-std::vector<uint8_t> draw_test_mask(int64_t n, double fraction, uint64_t seed, int64_t& test_count) {
-  MIRROR_CHECK(fraction > 0 && fraction < 1, kInvalidArgument,
-               "no test set given: pass --test SRC2 (or --test-x/--test-y), or --test-fraction F with 0 < F < 1");
-  test_count = std::llround(fraction * static_cast<double>(n));
-  MIRROR_CHECK(test_count >= 1 && test_count < n, kInvalidArgument,
-               "--test-fraction " << fraction << " of " << n << " samples gives " << test_count
-                                  << " test samples; expected at least one in each split");
-  std::vector<uint8_t> mask(static_cast<std::size_t>(n), 0);
-  const std::vector<int64_t> order = permutation(n, mix_key(seed, 0x7e57));
-  for (int64_t i = 0; i < test_count; ++i) mask[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
-  return mask;
-}
+// Which samples --test-fraction sends to the test split: exactly round(F * n) of the n, every such subset
+// equally likely, drawn in one pass in sample order from the seed with no memory per sample (selection
+// sampling, Knuth's Algorithm S: sample i is taken with probability still-needed / still-left).
+class TestDraw {
+ public:
+  TestDraw(int64_t n, double fraction, uint64_t seed) : left_(n), rng_(mix_key(seed, 0x7e57)) {
+    MIRROR_CHECK(fraction > 0 && fraction < 1, kInvalidArgument,
+                 "no test set given: pass --test SRC2 (or --test-x/--test-y), or --test-fraction F with 0 < F < 1");
+    count_ = needed_ = std::llround(fraction * static_cast<double>(n));
+    MIRROR_CHECK(count_ >= 1 && count_ < n, kInvalidArgument,
+                 "--test-fraction " << fraction << " of " << n << " samples gives " << count_
+                                    << " test samples; expected at least one in each split");
+  }
+  int64_t count() const { return count_; }
+  bool next_is_test() {
+    const bool take = rng_.below(static_cast<uint64_t>(left_)) < static_cast<uint64_t>(needed_);
+    --left_;
+    needed_ -= take;
+    return take;
+  }
+
+ private:
+  int64_t left_, count_ = 0, needed_ = 0;
+  Rng rng_;
+};
 
 struct Plan {
   DatasetHeader header;
@@ -112,9 +125,8 @@ struct Plan {
   std::vector<int64_t> source_sample;
 };
 
-// Streams one split source into the writer: samples go to `split`, or by `mask` (1: test) when given.
-void copy_split(const SplitSource& src, const char* split, const Plan& plan, const std::vector<uint8_t>* mask,
-                DatasetWriter& writer) {
+// Streams one split source into the writer: samples go to `split`, or where `draw` sends them when given.
+void copy_split(const SplitSource& src, const char* split, const Plan& plan, TestDraw* draw, DatasetWriter& writer) {
   auto x = src.x();
   auto y = src.y();
   const int64_t n = x->rows(), row_elems = x->row_elems();
@@ -140,7 +152,7 @@ void copy_split(const SplitSource& src, const char* split, const Plan& plan, con
       hwc_to_chw(conv.data(), count, s[0], s[1], s[2], dtype_size(plan.header.x_dtype), chw.data());
       rows = chw.data();
     }
-    if (!mask) {
+    if (!draw) {
       writer.append(split, rows, labels.data(), count);
       continue;
     }
@@ -149,7 +161,7 @@ void copy_split(const SplitSource& src, const char* split, const Plan& plan, con
       part_y[k].clear();
     }
     for (int64_t i = 0; i < count; ++i) {
-      const int k = (*mask)[static_cast<std::size_t>(first + i)];
+      const int k = draw->next_is_test() ? 1 : 0;
       part_x[k].insert(part_x[k].end(), rows + i * out_row, rows + (i + 1) * out_row);
       part_y[k].push_back(labels[static_cast<std::size_t>(i)]);
     }
@@ -165,7 +177,9 @@ class TempOutput {
   TempOutput(const std::string& out, int64_t shards) : out_(out), shards_(shards) {
     const fs::path p(out);
     MIRROR_CHECK(p.extension() == ".h5", kInvalidArgument, "--out '" << out << "' must end in .h5");
-    const std::string tmp_name = "." + p.stem().string() + ".importing-" + std::to_string(::getpid()) + ".h5";
+    std::string tmp_name(1, '.');  // (not "." + stem: GCC 12 warns falsely about that concatenation)
+    tmp_name += p.stem().string();
+    tmp_name += ".importing-" + std::to_string(::getpid()) + ".h5";
     tmp_ = (p.has_parent_path() ? p.parent_path() / tmp_name : fs::path(tmp_name)).string();
   }
   ~TempOutput() {
@@ -231,9 +245,10 @@ ImportSummary import_dataset(const std::string& out, const ImportOptions& o) {
   h.num_classes = class_count(o, sources, h.class_names);
 
   ImportSummary summary{sources.kind, {}, train.rows, test ? test->rows : 0, h.num_classes, h.sample_shape, h.x_dtype};
-  std::vector<uint8_t> mask;
+  std::optional<TestDraw> draw;
   if (!test) {
-    mask = draw_test_mask(train.rows, o.test_fraction, o.seed, summary.test);
+    draw.emplace(train.rows, o.test_fraction, o.seed);
+    summary.test = draw->count();
     summary.train = train.rows - summary.test;
   }
   std::error_code ec;
@@ -241,7 +256,7 @@ ImportSummary import_dataset(const std::string& out, const ImportOptions& o) {
   TempOutput tmp(out, o.write.shards);
   {
     DatasetWriter writer(tmp.path(), h, summary.train, summary.test, o.write);
-    copy_split(sources.train, "train", plan, test ? nullptr : &mask, writer);
+    copy_split(sources.train, "train", plan, draw ? &*draw : nullptr, writer);
     if (sources.test) copy_split(*sources.test, "test", plan, nullptr, writer);
     writer.close();
   }
