@@ -13,6 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
   python3-matplotlib
+  iproute2                 # ip: the namespaced test hosts of scripts/cluster.sh (tests labelled cluster)
   "$@"
 )
 
