@@ -36,7 +36,8 @@ hosts_case() {
   out="$(timeout 60 "$MIRRORRUN" --hostfile "$hosts2" -- "$HOST_PROBE" "probe-$PREFIX" 2>&1)" || rc=$?
   echo "$out"
   [ "$rc" -eq 0 ] || fail "mirrorrun --hostfile: exit $rc"
-  check_layout "$(sed 's/^\[r[0-9]*\] //; s/^\[[0-9]*,[0-9]*\]<stdout>://' <<<"$out")" "${HOSTS[@]}"
+  grep -q "^\[r0\] rank 3 host ${HOSTS[1]} " <<<"$out" || fail "mirrorrun: rank 0's lines do not start with [r0]"
+  check_layout "$(sed 's/^\[r0\] //' <<<"$out")" "${HOSTS[@]}"
   no_process_on_hosts
   cluster_down_and_check
 }
