@@ -15,6 +15,7 @@ packages=(
   libzip-dev libstb-dev
   python3-matplotlib
   python3-numpy python3-h5py python3-pil
+  iproute2                 # ip: the namespaced test hosts of scripts/cluster.sh (tests labelled cluster)
   "$@"
 )
 

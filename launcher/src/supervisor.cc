@@ -8,6 +8,7 @@
 // and only after the grace period (or a second signal) is mpirun told to end the job.
 #include "mirror/launch/supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 
 #include "mirror/error.h"
 #include "mirror/launch/command_line.h"
+#include "output_pump.h"
 #include "process_table.h"
 
 namespace mirror::launch {
@@ -31,6 +33,7 @@ constexpr double kKillAfterTermS = 5.0;  // mpirun gets this long after SIGTERM 
 constexpr double kRepeatWindowS = 1.0;   // a signal this soon after the first is the same request, delivered
                                          // twice (e.g. to mirrorrun and to its process group by a wrapper)
 constexpr long kPollNs = 100'000'000;   // the loop wakes at least every 0.1 s
+constexpr double kOutputDrainS = 2.0;    // after the job: time for the last output to arrive
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -81,10 +84,19 @@ class BlockedSignals {
 
 bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
 
-pid_t start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
+struct StartedJob {
+  pid_t pid = -1;
+  int stdout_pipe = -1;  // read ends of mpirun's stdout and stderr
+  int stderr_pipe = -1;
+};
+
+StartedJob start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
   std::vector<char*> cargv;
   for (const auto& word : argv) cargv.push_back(const_cast<char*>(word.c_str()));
   cargv.push_back(nullptr);
+  int out[2], err[2];
+  MIRROR_CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, kInternal,
+               "pipe() failed starting " << argv[0] << ": " << std::strerror(errno));
   const pid_t parent = getpid();
   const pid_t pid = fork();
   MIRROR_CHECK(pid >= 0, kInternal, "fork() failed starting " << argv[0] << ": " << std::strerror(errno));
@@ -92,12 +104,17 @@ pid_t start_job(const std::vector<std::string>& argv, const BlockedSignals& sign
     setsid();  // own session and process group: the terminal's Ctrl-C goes to mirrorrun alone
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // mirrorrun killed -> mpirun ends the job, nothing is orphaned
     if (getppid() != parent) _exit(127);
+    dup2(out[1], STDOUT_FILENO);  // (dup2 clears close-on-exec on the copies)
+    dup2(err[1], STDERR_FILENO);
+    signal(SIGPIPE, SIG_DFL);  // mirrorrun ignores it (output_pump.h); mpirun gets the default back
     sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
     execv(cargv[0], cargv.data());
     std::fprintf(stderr, "mirrorrun: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
     _exit(127);
   }
-  return pid;
+  close(out[1]);
+  close(err[1]);
+  return {pid, out[0], err[0]};
 }
 
 void kill_session(pid_t sid, pid_t except) {
@@ -136,7 +153,10 @@ void forward_to_ranks(pid_t leader, int sig) {
 JobOutcome run_attempt(const std::vector<std::string>& argv, const SupervisorOptions& options,
                        const BlockedSignals& signals, std::ostream& log) {
   JobOutcome outcome;
-  const pid_t pid = start_job(argv, signals);
+  const StartedJob job = start_job(argv, signals);
+  const pid_t pid = job.pid;
+  // mpirun's output, rank tags shortened (rank_output.h); runs until every writer of the pipes is gone.
+  detail::OutputPump output(job.stdout_pipe, job.stderr_pipe, STDOUT_FILENO, STDERR_FILENO);
   double first_signal_at = 0, term_sent_at = 0;
   bool term_sent = false, killed = false;
   while (true) {
@@ -161,6 +181,7 @@ JobOutcome run_attempt(const std::vector<std::string>& argv, const SupervisorOpt
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
       reap_orphans(pid);
+      output.finish(kOutputDrainS);
       if (WIFSIGNALED(status)) {
         outcome.term_signal = WTERMSIG(status);
         outcome.exit_code = 128 + outcome.term_signal;
@@ -204,6 +225,10 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
                             const SupervisorOptions& options, std::ostream& log) {
   SupervisionResult result;
   BlockedSignals signals;
+  // A closed output (`mirrorrun ... | head`) must not kill mirrorrun while it still supervises the job.
+  struct sigaction ignore_pipe {}, old_pipe {};
+  ignore_pipe.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // ranks orphaned by a dying mpirun come to mirrorrun, not to init
   for (int attempt = 0;; ++attempt) {
     const std::vector<std::string> argv = command_for_attempt(attempt);
@@ -241,6 +266,7 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
   if (options.max_restarts > 0) {
     log << "mirrorrun: " << result.restarts << " restart(s); job exit code " << result.exit_code << std::endl;
   }
+  sigaction(SIGPIPE, &old_pipe, nullptr);
   return result;
 }
 

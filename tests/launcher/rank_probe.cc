@@ -1,6 +1,6 @@
 // rank_probe.cc — a small program for mirrorrun's end-to-end tests, run as each rank under mpirun (no MPI
 // inside: it reads the rank from Open MPI's environment). Modes:
-//   print                 print "rank R of S local L restart C" and exit 0
+//   print [VAR...]        print "rank R of S local L restart C", then "VAR=value" for each VAR, and exit 0
 //   exit CODE RANK        rank RANK exits with CODE after 0.2 s; the others wait (up to 30 s) to be stopped
 //   fail-once DIR         rank 0 exits 4 the first time (no DIR/rank0.ran yet), every later time 0
 //   wait-signal DIR       write DIR/ready.R, wait for SIGTERM/SIGINT (up to 30 s, else exit 9), then take
@@ -34,7 +34,7 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 int usage() {
-  std::fprintf(stderr, "usage: rank_probe print | exit CODE RANK | fail-once DIR | wait-signal DIR | ignore-signal DIR\n");
+  std::fprintf(stderr, "usage: rank_probe print [VAR...] | exit CODE RANK | fail-once DIR | wait-signal DIR | ignore-signal DIR\n");
   return 64;
 }
 
@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d local %d (%s) restart %d threads %s\n", rank, size, local ? local->rank : -1,
                 local ? local->source.c_str() : "none", env_int("MIRROR_RESTART_COUNT", -1),
                 std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset");
+    for (int i = 2; i < argc; ++i) {
+      std::printf("%s=%s\n", argv[i], std::getenv(argv[i]) ? std::getenv(argv[i]) : "(unset)");
+    }
     return 0;
   }
   if (mode == "exit" && argc == 4) {
