@@ -12,6 +12,8 @@ packages=(
   libgtest-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
+  libprotobuf-dev protobuf-compiler libboost-dev   # TensorBoard event files (protobuf, Boost.CRC)
+  python3-venv                                     # scripts/python-env.sh (tensorboard for the reader test)
   python3-matplotlib
   "$@"
 )
