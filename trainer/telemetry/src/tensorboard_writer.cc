@@ -40,7 +40,9 @@ std::int64_t time_in_name(std::string_view name) {
   return digits > 0 ? t : -1;
 }
 
-void scan_file(const std::filesystem::path& path, EventDirectoryState& state) {
+// Calls on_scalar(tag, step, value, wall_time) for every scalar of the event file at `path`.
+template <class F>
+void for_each_scalar(const std::filesystem::path& path, F&& on_scalar) {
   TfRecordReader reader(path.string());
   while (const std::optional<std::string> record = reader.next()) {
     pb::Event event;
@@ -48,11 +50,21 @@ void scan_file(const std::filesystem::path& path, EventDirectoryState& state) {
                  path.string() << " holds a record that is not a TensorBoard Event; move the file out of the "
                                   "--tensorboard directory");
     if (!event.has_summary()) continue;
-    for (const pb::Summary::Value& v : event.summary().value()) {
-      auto [it, inserted] = state.last_step.try_emplace(v.tag(), event.step());
-      if (!inserted) it->second = std::max(it->second, event.step());
-    }
+    for (const pb::Summary::Value& v : event.summary().value())
+      on_scalar(v.tag(), event.step(), v.simple_value(), event.wall_time());
   }
+}
+
+// The event files of `dir` (names containing "tfevents", TensorBoard's rule), in name order.
+std::vector<std::filesystem::path> event_files(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().find("tfevents") != std::string::npos && entry.is_regular_file())
+      files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::string new_file_name(const EventDirectoryState& existing) {
@@ -68,16 +80,24 @@ std::string new_file_name(const EventDirectoryState& existing) {
 
 EventDirectoryState scan_event_directory(const std::string& dir) {
   EventDirectoryState state;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return state;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.find("tfevents") == std::string::npos || !entry.is_regular_file()) continue;
-    state.newest_file_time = std::max(state.newest_file_time, time_in_name(name));
-    scan_file(entry.path(), state);
+  for (const std::filesystem::path& file : event_files(dir)) {
+    state.newest_file_time = std::max(state.newest_file_time, time_in_name(file.filename().string()));
+    for_each_scalar(file, [&](const std::string& tag, std::int64_t step, float, double) {
+      auto [it, inserted] = state.last_step.try_emplace(tag, step);
+      if (!inserted) it->second = std::max(it->second, step);
+    });
     ++state.files;
   }
   return state;
+}
+
+std::vector<ScalarEvent> read_scalars(const std::string& dir) {
+  std::vector<ScalarEvent> out;
+  for (const std::filesystem::path& file : event_files(dir))
+    for_each_scalar(file, [&](const std::string& tag, std::int64_t step, float value, double wall) {
+      out.push_back({tag, step, value, wall});
+    });
+  return out;
 }
 
 TensorBoardWriter::TensorBoardWriter(const TensorBoardOptions& options)

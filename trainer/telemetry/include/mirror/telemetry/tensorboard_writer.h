@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mirror::telemetry {
 
@@ -38,6 +39,15 @@ struct EventDirectoryState {
 // Reads every file of `dir` whose name contains "tfevents" (TensorBoard's rule). A missing directory is
 // empty. A file that is not a valid event file throws kFormat naming it (a cut-short last record is fine).
 EventDirectoryState scan_event_directory(const std::string& dir);
+
+// Every scalar in the event files of `dir`, file by file in name order (same rules as above).
+struct ScalarEvent {
+  std::string tag;
+  std::int64_t step = 0;
+  float value = 0.0f;
+  double wall_time = 0.0;
+};
+std::vector<ScalarEvent> read_scalars(const std::string& dir);
 
 class TensorBoardWriter {
  public:
