@@ -5,10 +5,12 @@
 # Bad inputs (ragged arrays, NaN, Inf, float32 overflow, labels out of range, mismatched lengths, truncated
 # .npy, corrupt .npz, an image that does not decode, mixed image sizes, ...) must each exit non-zero with a
 # clear message and leave nothing under the output's name. Also the reader: a Mirror-layout file written by
-# h5py with numpy's default int64 labels opens; one whose int64 label is out of range does not.
+# h5py with numpy's default int64 labels opens; one whose int64 label is out of range does not. And where
+# Debian's dataset-fashion-mnist is installed: its Keras-style .npz import equals `mirror-data fashion-mnist`.
 #
 # Usage: /usr/bin/python3 test_import.py MIRROR_DATA   (Debian's python3-numpy, python3-h5py, python3-pil)
 import glob
+import gzip
 import os
 import subprocess
 import sys
@@ -300,6 +302,28 @@ def main():
     run(["import", "--x", p("nan.npy"), "--y", p("y.npy"), "--test-fraction", "0.2", "--out", p("h.h5")], ok=False)
     check(open(p("h.h5"), "rb").read() == before, "a failed import changed the existing output file")
     check(not [f for f in os.listdir(d) if ".importing-" in f], "temporary files left behind")
+
+    # --- Fashion-MNIST as Keras ships it (an .npz of uint8 x_train/y_train/x_test/y_test, made here by numpy
+    # from Debian's IDX files): the import equals `mirror-data fashion-mnist`'s own conversion, value for value.
+    fm = "/usr/share/datasets/fashion-mnist"
+    if os.path.isdir(fm):
+        def idx(name, offset):
+            with gzip.open(os.path.join(fm, name)) as f:
+                return np.frombuffer(f.read(), np.uint8, offset=offset)
+        np.savez(p("fashion_mnist.npz"),
+                 x_train=idx("train-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28), y_train=idx("train-labels-idx1-ubyte.gz", 8),
+                 x_test=idx("t10k-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28), y_test=idx("t10k-labels-idx1-ubyte.gz", 8))
+        run(["import", p("fashion_mnist.npz"), "--out", p("fm-import.h5")])
+        run(["fashion-mnist", "--out", p("fm-convert.h5")])
+        a, aa = read_out(p("fm-import.h5"))
+        b, ba = read_out(p("fm-convert.h5"))
+        for split in ("train", "test"):
+            exact(a[split][0], b[split][0], f"Fashion-MNIST {split} x: import vs fashion-mnist")
+            exact(a[split][1], b[split][1], f"Fashion-MNIST {split} y: import vs fashion-mnist")
+        for k in ("num_classes", "x_scale", "x_mean", "x_std"):
+            check(aa[k] == ba[k], f"Fashion-MNIST attribute {k}: import {aa[k]} vs fashion-mnist {ba[k]}")
+    else:
+        print("note: Debian's dataset-fashion-mnist is not installed; its comparison is skipped")
 
     subprocess.run(["rm", "-rf", d])
     if failures:
