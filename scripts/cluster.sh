@@ -133,7 +133,7 @@ make_host() {
   # The holder: new UTS and mount namespaces inside the network namespace; hostname and /dev/shm set there.
   setsid ip netns exec "$host" unshare --uts --mount --propagation private -- /bin/sh -c \
     "hostname '$host' && mount -t tmpfs -o mode=1777,size=4g tmpfs /dev/shm && touch '$dir/$host.ready' && exec sleep infinity" \
-    </dev/null >/dev/null 2>&1 &
+    </dev/null >/dev/null 2>&1 9>&- &   # (fd 9 holds cmd_up's lock: the holder must not keep it)
   pid=$!
   for _ in $(seq 1 100); do [ -e "$dir/$host.ready" ] && break; sleep 0.05; done
   [ -e "$dir/$host.ready" ] || die "the holder of $host did not start"
@@ -150,7 +150,7 @@ cmd_up() {
   dir="$(state_dir)"
   mkdir -p "$STATE_ROOT"
   exec 9>"$STATE_ROOT/.lock"
-  flock -w 30 9 || die "another cluster.sh up holds $STATE_ROOT/.lock"
+  flock -w 30 9 || die "another cluster.sh up has held $STATE_ROOT/.lock for 30 s"
   [ ! -e "$dir" ] && ! ip link show "$(bridge_name)" >/dev/null 2>&1 \
     || die "cluster '$PREFIX' exists already (scripts/cluster.sh down --prefix $PREFIX first)"
   if [ -z "$subnet" ]; then subnet="$(pick_subnet)"; fi

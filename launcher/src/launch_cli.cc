@@ -57,6 +57,9 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
                  "Seconds ranks get after SIGINT/SIGTERM before everything is killed")
       ->capture_default_str();
   app.add_option("--restart-delay", o.restart_delay_s, "Seconds to wait before a restart")->capture_default_str();
+  app.add_option("--failure-grace", o.failure_grace_s,
+                 "Seconds mpirun gets to end the job after a rank reported a fatal error, before mirrorrun stops it")
+      ->capture_default_str();
   std::string mpi_args;
   app.add_option("--mpi-args", mpi_args,
                  "Extra mpirun options, one shell-quoted string, e.g. --mpi-args \"--mca btl_tcp_if_include eth1\"");
@@ -76,8 +79,8 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
     if (o.max_restarts < 0) {
       throw CLI::ValidationError("--max-restarts", "must be 0 or more, got " + std::to_string(o.max_restarts));
     }
-    if (o.grace_period_s < 0 || o.restart_delay_s < 0) {
-      throw CLI::ValidationError("--grace-period/--restart-delay", "seconds must be 0 or more");
+    if (o.grace_period_s < 0 || o.restart_delay_s < 0 || o.failure_grace_s < 0) {
+      throw CLI::ValidationError("--grace-period/--restart-delay/--failure-grace", "seconds must be 0 or more");
     }
     try {
       o.mpi_args = split_shell_words(mpi_args);

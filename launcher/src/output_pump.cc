@@ -14,6 +14,11 @@ namespace mirror::launch::detail {
 namespace {
 
 constexpr int kPollMs = 50;  // how often the loop looks at the stop flag when nothing arrives
+constexpr std::size_t kLineCap = 4096;  // characters of a line kept for watch(); an error line is shorter
+
+double steady_now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Writes all of `text`; false when the output is gone (EPIPE or another error), so the caller stops writing.
 bool write_all(int fd, const std::string& text) {
@@ -44,6 +49,31 @@ void OutputPump::finish(double wait_s) {
   thread_.join();
 }
 
+std::string OutputPump::failure_line() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  return failure_line_;
+}
+
+void OutputPump::watch(int stream, const std::string& text) {
+  if (failure_at_ != 0) return;
+  std::string& line = partial_[stream];
+  for (char c : text) {
+    if (c != '\n' && c != '\r') {
+      if (line.size() < kLineCap) line += c;
+      continue;
+    }
+    if (reports_fatal_error(line)) {
+      {
+        std::lock_guard<std::mutex> lock(failure_mutex_);
+        failure_line_ = line;
+      }
+      failure_at_ = steady_now_s();
+      return;
+    }
+    line.clear();
+  }
+}
+
 void OutputPump::run() {
   RankTagFilter filters[2];
   bool writable[2] = {true, true};
@@ -60,6 +90,7 @@ void OutputPump::run() {
       std::string text = n > 0 ? filters[s].feed(std::string_view(buffer, static_cast<std::size_t>(n)))
                                : filters[s].finish();
       if (writable[s]) writable[s] = write_all(outputs_[s], text);
+      watch(s, text);
       if (n <= 0) {
         ::close(pipes_[s]);
         pipes_[s] = -1;

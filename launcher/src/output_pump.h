@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
+#include <string>
 #include <thread>
 
 namespace mirror::launch::detail {
@@ -21,13 +23,23 @@ class OutputPump {
   // what the filters held back.
   void finish(double wait_s);
 
+  // The first line that reported a fatal error (reports_fatal_error), and when it came (steady clock, s);
+  // 0 while there is none.
+  double failure_seen_at() const { return failure_at_; }
+  std::string failure_line() const;
+
  private:
   void run();
+  void watch(int stream, const std::string& text);  // looks for the first fatal-error line
 
   int pipes_[2];                 // owned by run() once the thread runs
   int outputs_[2];
   std::atomic<int> open_pipes_{2};  // pipes not yet at end of file
   std::atomic<bool> stop_{false};
+  std::string partial_[2];            // the unfinished last line of each stream (watch), at most kLineCap
+  std::atomic<double> failure_at_{0};
+  mutable std::mutex failure_mutex_;
+  std::string failure_line_;
   std::thread thread_;
 };
 

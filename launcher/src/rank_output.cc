@@ -58,6 +58,17 @@ Match match_tag(std::string_view data, std::size_t at, int* rank, std::size_t* l
 
 }  // namespace
 
+bool reports_fatal_error(std::string_view line) {
+  if (line.find("MPI_ABORT was invoked on rank") != std::string_view::npos) return true;
+  for (std::size_t at = line.find("[rank "); at != std::string_view::npos; at = line.find("[rank ", at + 1)) {
+    std::size_t i = at + 6;
+    const std::size_t digits_at = i;
+    while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > digits_at && line.substr(i, 8) == "] error:") return true;
+  }
+  return false;
+}
+
 void RankTagFilter::emit(char c, std::string& out) {
   if (line_owner_ != kNone && line_owner_ != source_) {  // someone else's line is unfinished: end it
     out += blanks_;

@@ -150,60 +150,105 @@ void forward_to_ranks(pid_t leader, int sig) {
   if (sent == 0) kill(leader, sig);
 }
 
-JobOutcome run_attempt(const std::vector<std::string>& argv, const SupervisorOptions& options,
-                       const BlockedSignals& signals, std::ostream& log) {
-  JobOutcome outcome;
-  const StartedJob job = start_job(argv, signals);
-  const pid_t pid = job.pid;
-  // mpirun's output, rank tags shortened (rank_output.h); runs until every writer of the pipes is gone.
-  detail::OutputPump output(job.stdout_pipe, job.stderr_pipe, STDOUT_FILENO, STDERR_FILENO);
-  double first_signal_at = 0, term_sent_at = 0;
-  bool term_sent = false, killed = false;
-  while (true) {
-    const int sig = signals.wait(kPollNs / 1e9);
-    if (is_stop_signal(sig)) {
-      if (outcome.interrupt_signal == 0) {
-        outcome.interrupt_signal = sig;
-        first_signal_at = now_s();
-        log << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
-            << options.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
-        forward_to_ranks(pid, sig);
-      } else if (!killed && now_s() - first_signal_at >= kRepeatWindowS) {
-        log << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
-        kill_session(pid, 0);
-        killed = true;
+// One attempt: mpirun running, the signal loop, and the ways mirrorrun ends it (grace periods, escalation).
+class Attempt {
+ public:
+  Attempt(const std::vector<std::string>& argv, const SupervisorOptions& options, const BlockedSignals& signals,
+          std::ostream& log)
+      : options_(options), log_(log), job_(start_job(argv, signals)),
+        // mpirun's output, rank tags shortened (rank_output.h), watched for a rank's fatal error.
+        output_(job_.stdout_pipe, job_.stderr_pipe, STDOUT_FILENO, STDERR_FILENO) {}
+
+  JobOutcome run(const BlockedSignals& signals) {
+    while (true) {
+      on_signal(signals.wait(kPollNs / 1e9));
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(job_.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == job_.pid) {
+        return collect();
       }
-    }
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
-      kill_session(pid, pid);  // the zombie still holds the session id: nothing new can take it
-      int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      reap_orphans(pid);
-      output.finish(kOutputDrainS);
-      if (WIFSIGNALED(status)) {
-        outcome.term_signal = WTERMSIG(status);
-        outcome.exit_code = 128 + outcome.term_signal;
-      } else {
-        outcome.exit_code = WEXITSTATUS(status);
-      }
-      return outcome;
-    }
-    const double now = now_s();
-    if (outcome.interrupt_signal && !term_sent && !killed && now - first_signal_at >= options.grace_period_s) {
-      log << "mirrorrun: grace period of " << options.grace_period_s << " s is over; stopping mpirun" << std::endl;
-      kill(pid, SIGTERM);
-      term_sent = true;
-      term_sent_at = now;
-    }
-    if (term_sent && !killed && now - term_sent_at >= kKillAfterTermS) {
-      log << "mirrorrun: mpirun did not stop; killing the job" << std::endl;
-      kill_session(pid, 0);
-      killed = true;
+      escalate(now_s());
     }
   }
-}
+
+ private:
+  void on_signal(int sig) {
+    if (!is_stop_signal(sig)) return;
+    if (outcome_.interrupt_signal == 0) {
+      outcome_.interrupt_signal = sig;
+      first_signal_at_ = now_s();
+      log_ << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
+           << options_.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
+      forward_to_ranks(job_.pid, sig);
+    } else if (!killed_ && now_s() - first_signal_at_ >= kRepeatWindowS) {
+      log_ << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
+      kill_job();
+    }
+  }
+
+  // Grace periods over: SIGTERM to mpirun (it ends the job on every machine it can reach), then SIGKILL.
+  void escalate(double now) {
+    if (killed_) return;
+    if (!term_sent_ && outcome_.interrupt_signal && now - first_signal_at_ >= options_.grace_period_s) {
+      log_ << "mirrorrun: grace period of " << options_.grace_period_s << " s is over; stopping mpirun" << std::endl;
+      stop_mpirun(now);
+    }
+    // A rank failed and mpirun is still there: it is already aborting the job (a SIGTERM would only make it
+    // say so, or crash) and waits for a host it cannot reach. End it and everything it started here.
+    const double failed_at = output_.failure_seen_at();
+    if (!outcome_.interrupt_signal && failed_at != 0 && now - failed_at >= options_.failure_grace_s) {
+      log_ << "mirrorrun: a rank reported a fatal error " << options_.failure_grace_s
+           << " s ago and mpirun has not ended the job (a host may be unreachable); killing mpirun. The error: "
+           << output_.failure_line() << std::endl;
+      outcome_.ended_after_failure = true;
+      kill_job();
+      return;
+    }
+    if (term_sent_ && now - term_sent_at_ >= kKillAfterTermS) {
+      log_ << "mirrorrun: mpirun did not stop; killing the job" << std::endl;
+      kill_job();
+    }
+  }
+
+  void stop_mpirun(double now) {
+    kill(job_.pid, SIGTERM);
+    term_sent_ = true;
+    term_sent_at_ = now;
+  }
+
+  void kill_job() {
+    kill_session(job_.pid, 0);
+    killed_ = true;
+  }
+
+  JobOutcome collect() {
+    kill_session(job_.pid, job_.pid);  // the zombie still holds the session id: nothing new can take it
+    int status = 0;
+    while (waitpid(job_.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    reap_orphans(job_.pid);
+    output_.finish(kOutputDrainS);
+    if (WIFSIGNALED(status)) {
+      outcome_.term_signal = WTERMSIG(status);
+      outcome_.exit_code = 128 + outcome_.term_signal;
+    } else {
+      outcome_.exit_code = WEXITSTATUS(status);
+    }
+    if (outcome_.ended_after_failure) {  // the job's own code never came; a rank did fail
+      outcome_.term_signal = 0;
+      outcome_.exit_code = 1;
+    }
+    return outcome_;
+  }
+
+  const SupervisorOptions& options_;
+  std::ostream& log_;
+  const StartedJob job_;
+  detail::OutputPump output_;
+  JobOutcome outcome_;
+  double first_signal_at_ = 0, term_sent_at_ = 0;
+  bool term_sent_ = false, killed_ = false;
+};
 
 }  // namespace
 
@@ -218,6 +263,7 @@ std::string JobOutcome::describe() const {
     text = "exit code " + std::to_string(exit_code);
   }
   if (interrupt_signal) text = "stopped by " + signal_name(interrupt_signal) + ", " + text;
+  if (ended_after_failure) text = "a rank failed and mpirun did not end the job; mirrorrun killed it (exit code 1)";
   return text;
 }
 
@@ -233,7 +279,7 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
   for (int attempt = 0;; ++attempt) {
     const std::vector<std::string> argv = command_for_attempt(attempt);
     if (options.verbose) log << "mirrorrun: attempt " << attempt << ": " << format_command(argv) << std::endl;
-    const JobOutcome outcome = run_attempt(argv, options, signals, log);
+    const JobOutcome outcome = Attempt(argv, options, signals, log).run(signals);
     if (outcome.interrupt_signal) {
       result.exit_code = 128 + outcome.interrupt_signal;
       log << "mirrorrun: job " << outcome.describe() << "; exiting with " << result.exit_code << std::endl;

@@ -34,7 +34,7 @@ cluster_up() {
   why="$("$CLUSTER_SH" check 2>&1)" || { echo "SKIP: $why"; exit 77; }
   PREFIX="$(test_prefix "$1")"
   "$CLUSTER_SH" down --prefix "$PREFIX" >/dev/null 2>&1 || true
-  timeout 30 "$CLUSTER_SH" up "$2" --prefix "$PREFIX"
+  timeout 40 "$CLUSTER_SH" up "$2" --prefix "$PREFIX" || fail "scripts/cluster.sh up $2 --prefix $PREFIX failed (exit $?)"
   eval "$("$CLUSTER_SH" env --prefix "$PREFIX")"
   HOSTS=()
   local i

@@ -6,6 +6,9 @@
 #   launcher_cases.sh MIRRORRUN RANK_PROBE grace     ranks ignore SIGTERM: after --grace-period the job is
 #                                                    killed; 143, within seconds, no rank left running
 #   launcher_cases.sh MIRRORRUN RANK_PROBE second-signal   a second SIGTERM (later than 1 s) kills at once
+#   launcher_cases.sh MIRRORRUN RANK_PROBE failure-grace   a rank prints "[rank 1] error: ..." and the job goes
+#                                                    on: --failure-grace 1 s later mirrorrun kills mpirun and
+#                                                    the ranks; exit 1, nothing left running
 #   launcher_cases.sh MIRRORRUN RANK_PROBE progress-tty    the real trainer (TRAINER, MIRROR_DATA from the
 #                                                    environment) under mirrorrun on a terminal (`script` gives
 #                                                    it a pseudo-terminal): short [rR] tags, and each epoch's
@@ -77,6 +80,26 @@ case $case in
       state=$(awk '{print $3}' "/proc/$rank_pid/stat" 2>/dev/null || true)
       [ -z "$state" ] || fail "rank $r (pid $rank_pid) still there, state $state"
     done
+    ;;
+  failure-grace)
+    start=$(date +%s%3N)
+    set +e
+    out=$(timeout 60 "$mirrorrun" -np 2 --failure-grace 1 "$probe" report-error "$dir" 2>&1)
+    rc=$?
+    set -e
+    took=$(( $(date +%s%3N) - start ))
+    echo "$out"
+    [ "$rc" -eq 1 ] || fail "exit code $rc, expected 1"
+    grep -q "\[r1\] \[rank 1\] error: simulated fatal error" <<<"$out" || fail "the rank's error line is missing"
+    grep -q "mirrorrun: a rank reported a fatal error 1 s ago and mpirun has not ended the job" <<<"$out" \
+      || fail "mirrorrun did not say why it killed mpirun"
+    [ "$took" -lt 20000 ] || fail "took ${took} ms (the ranks run 30 s: mirrorrun did not end the job)"
+    for r in 0 1; do
+      rank_pid=$(cat "$dir/ready.$r")
+      state=$(awk '{print $3}' "/proc/$rank_pid/stat" 2>/dev/null || true)
+      [ -z "$state" ] || fail "rank $r (pid $rank_pid) still there, state $state"
+    done
+    echo "job ended ${took} ms after start (--failure-grace 1)"
     ;;
   progress-tty)
     "$MIRROR_DATA" synth --out "$dir/d.h5" --train 2000 --test 100 --features 16 --classes 4 --seed 5 >/dev/null

@@ -7,6 +7,9 @@
 //                         1.5 s (longer than mpirun's own 1 s kill delay: a checkpoint), write DIR/stopped.R
 //                         holding the signal number, exit 0
 //   ignore-signal DIR     write DIR/ready.R (holding the pid), ignore SIGTERM/SIGINT, exit 9 after 30 s
+//   report-error DIR      write DIR/ready.R (holding the pid); rank 1 prints Mirror's fatal-error line
+//                         "[rank 1] error: ..." and, like every rank, goes on running (exit 9 after 30 s): a
+//                         job whose mpirun does not end after a rank's error
 #include <signal.h>
 #include <unistd.h>
 
@@ -87,6 +90,15 @@ int main(int argc, char** argv) {
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     std::ofstream(std::string(argv[2]) + "/ready." + std::to_string(rank)) << getpid() << "\n";
+    for (int i = 0; i < 300; ++i) sleep_s(0.1);
+    return 9;
+  }
+  if (mode == "report-error" && argc == 3) {
+    std::ofstream(std::string(argv[2]) + "/ready." + std::to_string(rank)) << getpid() << "\n";
+    if (rank == 1) {
+      std::fprintf(stderr, "[rank 1] error: simulated fatal error (rank_probe report-error)\n");
+      std::fflush(stderr);
+    }
     for (int i = 0; i < 300; ++i) sleep_s(0.1);
     return 9;
   }

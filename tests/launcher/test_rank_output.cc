@@ -94,5 +94,15 @@ TEST(RankTagFilter, ByteByByteEqualsWhole) {
             "[r0] epoch 1/2\n\r[r0] bar\n[r1] [rank 1] error: x\nmpirun: done\n[r0] abcdef\n[r34] [1,0 not a tag\n");
 }
 
+TEST(ReportsFatalError, MirrorsErrorLineAndOpenMpisAbort) {
+  EXPECT_TRUE(reports_fatal_error("[r1] [rank 1] error: allreduce #7 timed out after 5000 ms"));
+  EXPECT_TRUE(reports_fatal_error("[rank 12] error: x"));
+  EXPECT_TRUE(reports_fatal_error("MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD"));
+  EXPECT_FALSE(reports_fatal_error("[r0] epoch 1/2  loss 0.1  (no error: none)"));
+  EXPECT_FALSE(reports_fatal_error("[rank ] error: no number"));
+  EXPECT_FALSE(reports_fatal_error("[rank 1] warning: slow"));
+  EXPECT_FALSE(reports_fatal_error("[r0] error rate 0.5 [rank 3]"));
+}
+
 }  // namespace
 }  // namespace mirror::launch

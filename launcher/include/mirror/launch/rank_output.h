@@ -21,6 +21,12 @@
 
 namespace mirror::launch {
 
+// True for a line that says a rank has failed for good: Mirror's "[rank R] error: ..." (every Mirror program
+// prints it before it ends the job) or Open MPI's "MPI_ABORT was invoked on rank R". The supervisor then gives
+// mpirun --failure-grace seconds to end the job before it ends mpirun itself (an unreachable host can keep
+// mpirun waiting for minutes).
+bool reports_fatal_error(std::string_view line);
+
 class RankTagFilter {
  public:
   // The text to write for `data`, the next bytes read from the stream.
