@@ -9,16 +9,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "host_name.h"
 #include "mirror/error.h"
 
 namespace mirror::telemetry {
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
 
 // CBOR of {host, spans: [[name, category, start_ns, duration_ns, thread, step], ...]}.
 std::vector<std::uint8_t> encode(const std::string& host, const std::vector<Span>& spans) {
