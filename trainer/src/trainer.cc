@@ -229,6 +229,7 @@ void Trainer::print_banner() const {
 void Trainer::prepare_outputs() {
   if (rank_ == 0) {  // fail before training, not at the first checkpoint, when these cannot be made
     create_parent_directory(config_.metrics);
+    create_parent_directory(config_.timeline);
     if (!config_.checkpoint_dir.empty()) {
       create_parent_directory(config_.checkpoint_dir + "/x");
       // Only rank 0 writes checkpoints and it is not writing now: any temporary is a killed writer's.
