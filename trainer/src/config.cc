@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "mirror/error.h"
+#include "mirror/nn/model_description.h"
 #include "mirror/train/cli_checks.h"
 
 namespace mirror::train {
@@ -72,7 +73,13 @@ void set_resume(ResumeFrom& r, const std::string& value) {
   r.path = value == "auto" ? "" : value;
 }
 
-void add_options(CLI::App& app, TrainConfig& c) {
+std::string model_help() {
+  std::string help = "a built-in model or a JSON model file (docs/model-format.md); built-ins:";
+  for (const nn::BuiltinModel& m : nn::builtin_models()) help += std::string("\n  ") + m.name + ": " + m.summary;
+  return help;
+}
+
+void add_options(CLI::App& app, TrainConfig& c, bool print) {
   app.description(
       "Data-parallel training: every rank trains a replica of the model on its own slice of each global batch;\n"
       "gradients are averaged across ranks; rank 0 writes checkpoints and prints. Run it as\n"
@@ -94,7 +101,22 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--prefetch", c.prefetch, "batches prepared ahead by the loader thread (0: none)")
       ->check(cli::integer_in(0, 64))->group("Data");
 
-  app.add_option("--model", c.model, "model: mlp:H1,H2,... (hidden sizes, ReLU between)")->group("Model");
+  app.add_option("--model", c.model, model_help())->group("Model");
+  // Prints a built-in as a JSON model file to start from, and exits (before --data is asked for).
+  app.add_option_function<std::string>(
+         "--print-model",
+         [print](const std::string& name) {
+           std::string json;
+           try {
+             json = nn::builtin_model(name).to_json(2);
+           } catch (const Error& e) {
+             throw CLI::ValidationError("--print-model", e.message());
+           }
+           if (print) std::cout << json << std::endl;
+           throw CLI::Success();
+         },
+         "print built-in model NAME as a JSON model file and exit")
+      ->group("Model");
   add_choice(app, "--device", c.device, kDevices, "auto (CUDA when a GPU is visible, else CPU), cpu or cuda")
       ->group("Model");
   app.add_option("--blas-threads", c.blas_threads, "OpenBLAS threads per rank on the CPU")
@@ -200,7 +222,7 @@ std::string decay_flag_name(nn::DecayKind kind) { return cli::enum_name(kDecays,
 
 std::optional<int> parse_train_config(int argc, char** argv, TrainConfig& config, bool print) {
   CLI::App app{"", "trainer"};
-  add_options(app, config);
+  add_options(app, config, print);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,7 @@
 #include "mirror/nn/device.h"
 #include "mirror/train/evaluate.h"
 #include "mirror/nn/model.h"
+#include "mirror/nn/model_build.h"
 #include "mirror/train/cli_checks.h"
 #include "mpi_main.h"
 
@@ -66,7 +67,8 @@ int run(const EvalOptions& o, int rank) {
   const train::CheckpointState state = train::read_checkpoint(path);
   const data::Dataset dataset = data::Dataset::open(o.data);
   const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-  nn::Model model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
+  const auto built = nn::build_model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
+  nn::Model& model = *built;
   model.params_from_host(checked_values(path, "parameters", state.params, model.parameters(), model.num_parameters()));
   model.buffers_from_host(checked_values(path, "buffer values", state.buffers, model.buffers(),
                                          model.num_buffer_values()));

@@ -142,4 +142,8 @@ void axpy(std::int64_t n, float alpha, const float* x, float* y) {
   for (std::int64_t i = 0; i < n; ++i) yy[i] += alpha * xx[i];
 }
 
+void multiply(std::int64_t n, const float* a, const float* b, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
 }  // namespace mirror::nn::detail::cpu
