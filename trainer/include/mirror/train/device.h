@@ -38,7 +38,8 @@ int cuda_device_count();
 // Anything else throws kInvalidArgument naming the string and the accepted values.
 Device resolve_device(std::string_view name, int local_rank, int cpu_threads = 1);
 
-// OpenBLAS threads used by CPU matrix products in this process (>= 1, else kInvalidArgument).
+// Threads used by CPU kernels: OpenBLAS's, and OpenMP's for oneDNN (OpenMP's setting belongs to the calling
+// thread and the threads it starts; call it from the thread that computes). >= 1, else kInvalidArgument.
 void set_cpu_threads(int threads);
 int cpu_threads();
 

@@ -30,6 +30,31 @@ struct ParamBinding {
   float* grad = nullptr;
 };
 
+// Non-gradient state of a layer (BatchNorm's running statistics): declared by the layer, stored by the model
+// in one flat buffer on the layer's device (saved in checkpoints under /buffers), bound like parameters.
+struct BufferSpec {
+  std::string name;           // "running_mean"
+  Shape shape;
+  float initial_value = 0.0f;
+};
+
+// Sums values over all data-parallel replicas in place (SyncBN's batch statistics). The trainer implements it
+// over its communicator; the nn core sees only this interface. `data` is memory of the layer's device.
+class ReplicaReducer {
+ public:
+  virtual ~ReplicaReducer() = default;
+  virtual void sum(float* data, std::size_t count) = 0;
+  virtual int replicas() const = 0;
+};
+
+// What a forward pass may depend on besides its input; the model sets it on every layer before forward.
+struct ForwardContext {
+  std::uint64_t seed = 0;
+  std::int64_t step = 0;                        // optimizer step (dropout masks)
+  std::span<const std::int64_t> sample_ids;     // dataset index of each sample of the batch (host), may be empty
+  ReplicaReducer* reducer = nullptr;            // null: statistics of the local batch only
+};
+
 // Called by Layer::backward with the layer-local index of a parameter whose gradient is final.
 using LayerGradReady = std::function<void(std::size_t local_index)>;
 
@@ -48,6 +73,9 @@ class Layer {
   virtual void bind_parameters(std::span<const ParamBinding> bindings) {}
   // Fills the host values of parameter `local_index` from `seed` (deterministic on every machine).
   virtual void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {}
+  virtual std::vector<BufferSpec> buffer_specs() const { return {}; }
+  virtual void bind_buffers(std::span<float* const> buffers) {}
+  void set_forward_context(const ForwardContext* context) { context_ = context; }
 
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }
@@ -63,6 +91,7 @@ class Layer {
 
  protected:
   bool training_ = true;
+  const ForwardContext* context_ = nullptr;  // null in unit tests: seed 0, step 0, no ids, no reducer
 };
 
 }  // namespace mirror::train

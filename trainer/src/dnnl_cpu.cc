@@ -1,0 +1,37 @@
+// dnnl_cpu.cc — dnnl_cpu.h: one CPU engine and one in-order stream per process, made on first use.
+#include "dnnl_cpu.h"
+
+#include "mirror/error.h"
+
+namespace mirror::train::detail::dnnl_cpu {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+dnnl::memory::desc plain(const dims& d, tag t) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t); }
+
+dnnl::memory wrap(const dnnl::memory::desc& md, const float* data) {
+  return dnnl::memory(md, engine(), const_cast<float*>(data));  // oneDNN's handle is non-const; inputs stay read
+}
+
+void run(std::string_view layer, const std::function<void()>& what) {
+  try {
+    what();
+  } catch (const dnnl::error& e) {
+    MIRROR_THROW(kInternal, layer << ": oneDNN status " << static_cast<int>(e.status) << ": " << e.what());
+  }
+}
+
+void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
+  p.execute(stream(), args);
+  stream().wait();
+}
+
+}  // namespace mirror::train::detail::dnnl_cpu

@@ -1,0 +1,33 @@
+// dnnl_cpu.h (private) — the one place the CPU layers meet oneDNN: the process's CPU engine and stream, plain
+// NCHW / OIHW memory descriptors over Mirror's own buffers (no copies), and a wrapper that turns oneDNN's
+// exceptions into mirror::Error naming the layer. Every oneDNN primitive runs here synchronously: execute,
+// then stream.wait(), so a layer's outputs are final when it returns (as ops on the CPU are).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+namespace mirror::train::detail::dnnl_cpu {
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+
+dnnl::engine& engine();
+dnnl::stream& stream();
+
+// f32 descriptor of a plain (row-major) tensor with these dims and format (nchw, oihw, x, nc, ...).
+dnnl::memory::desc plain(const dims& d, tag t);
+// A oneDNN memory object over memory Mirror owns (no copy; `data` must outlive its use).
+dnnl::memory wrap(const dnnl::memory::desc& md, const float* data);
+
+// Runs `what` and rethrows a dnnl::error as mirror::Error(kInternal) "<layer>: oneDNN <status>: <message>".
+void run(std::string_view layer, const std::function<void()>& what);
+
+// Executes a primitive with its arguments and waits for it.
+void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+
+}  // namespace mirror::train::detail::dnnl_cpu
