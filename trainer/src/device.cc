@@ -1,8 +1,7 @@
-// device.cc — mirror/train/device.h: device names, GPU discovery and choice, CPU thread count (OpenBLAS and
-// OpenMP, which oneDNN runs on; OpenMP's count is per calling thread: the thread that computes must set it).
+// device.cc — mirror/train/device.h: device names, GPU discovery and choice, CPU thread count (OpenMP's, which
+// oneDNN runs on; OpenMP's count is per calling thread: the thread that computes must set it).
 #include "mirror/train/device.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include "backend.h"
@@ -32,11 +31,10 @@ int cuda_device_count() {
 
 void set_cpu_threads(int threads) {
   MIRROR_CHECK(threads >= 1, kInvalidArgument, "CPU thread count must be >= 1, got " << threads);
-  openblas_set_num_threads(threads);
   omp_set_num_threads(threads);  // oneDNN's threads: Debian builds it with OpenMP (DNNL_RUNTIME_OMP)
 }
 
-int cpu_threads() { return openblas_get_num_threads(); }
+int cpu_threads() { return omp_get_max_threads(); }
 
 Device resolve_device(std::string_view name, int local_rank, int cpu_threads) {
   MIRROR_CHECK(name == "auto" || name == "cpu" || name == "cuda", kInvalidArgument,
