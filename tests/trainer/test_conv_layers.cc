@@ -1,6 +1,6 @@
 // test_conv_layers.cc — Conv2d against a plain-loop convolution in double (forward) and against central
 // differences of that double reference loss (dx, dW, db), on odd shapes: stride 2, padding, non-square kernels
-// and images, batch 1, channel counts 1, 3, 5, 7; plus kAccumulate, grad_ready order, need_dx false, a change
+// and images, batch 1, channel counts 1, 3, 5, 7 (plain layouts) and 8, 9, 16 (blocked), a 1×1 projection; plus kAccumulate, grad_ready order, need_dx false, a change
 // of batch size between calls, and bad input.
 #include <gtest/gtest.h>
 
@@ -124,7 +124,31 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{1, 5, 5, 8, 7, 1, 1, 1, 1, 0, 0, false},   // batch 1, 1×1, no bias
                       ConvCase{3, 7, 9, 5, 4, 3, 3, 2, 2, 1, 1, true},    // stride 2, padding 1, 7 channels
                       ConvCase{2, 1, 6, 6, 3, 3, 3, 1, 1, 0, 0, true},    // one input channel, valid
-                      ConvCase{1, 3, 4, 9, 5, 2, 4, 2, 3, 1, 2, false}));  // uneven strides and padding
+                      ConvCase{1, 3, 4, 9, 5, 2, 4, 2, 3, 1, 2, false},  // uneven strides and padding
+                      // >= 8 input channels: oneDNN's blocked layouts and the reorders around them
+                      ConvCase{2, 9, 6, 5, 11, 3, 3, 2, 2, 1, 1, true},
+                      ConvCase{1, 16, 5, 7, 8, 3, 1, 1, 1, 1, 0, false},
+                      ConvCase{3, 8, 4, 4, 16, 2, 2, 1, 1, 1, 1, true},
+                      ConvCase{3, 12, 5, 4, 6, 1, 1, 2, 2, 0, 0, true}));  // 1×1 stride 2 (plain again)
+
+TEST(Conv2d, PlainAndBlockedLayoutsAgree) {
+  const ConvCase k{2, 5, 7, 6, 9, 3, 3, 2, 1, 1, 1, true};
+  ConvFixture plain(k);
+  const auto y = plain.layer.forward(plain.xt).to_host();
+  const auto r = random_vector(y.size(), 5);
+  const Tensor dy = host_tensor(r, {k.n, k.o, k.oh(), k.ow()});
+  const auto dx = plain.layer.backward(dy, GradMode::kOverwrite, true, {})->to_host();
+  for (ConvLayout layout : {ConvLayout::kPlain, ConvLayout::kBlocked}) {
+    Conv2d other(k.c, k.o, k.kh, k.kw, k.sh, k.sw, k.ph, k.pw, true, Device{}, layout);
+    std::vector<float> wg(plain.w.size()), bg(plain.b.size());
+    const ParamBinding bindings[] = {{plain.w.data(), wg.data()}, {plain.b.data(), bg.data()}};
+    other.bind_parameters(bindings);
+    expect_close(other.forward(plain.xt).to_host(), to_double(y), 1e-5, "y");
+    expect_close(other.backward(dy, GradMode::kOverwrite, true, {})->to_host(), to_double(dx), 1e-5, "dx");
+    expect_close(wg, to_double(plain.wg), 1e-5, "dW");
+    expect_close(bg, to_double(plain.bg), 1e-5, "db");
+  }
+}
 
 TEST(Conv2d, DeclaresPyTorchLayoutAndInitialises) {
   Conv2d with_bias(3, 8, 3, 2, 1, 1, 0, 0, true, Device{});
@@ -147,14 +171,16 @@ TEST(Conv2d, DeclaresPyTorchLayoutAndInitialises) {
 }
 
 TEST(Conv2d, NewBatchSizeBetweenCalls) {
-  ConvFixture big(ConvCase{3, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, true});
-  big.layer.forward(big.xt);
-  // Same layer, batch 1: the primitives are rebuilt for the new shape.
-  const ConvCase one{1, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, true};
-  std::vector<float> x1(big.x.begin(), big.x.begin() + 3 * 5 * 5);
-  const Tensor x1t = host_tensor(x1, {1, 3, 5, 5});
-  expect_close(big.layer.forward(x1t).to_host(), conv_ref(one, to_double(x1), to_double(big.w), to_double(big.b)),
-               1e-5, "y batch 1");
+  for (std::int64_t c : {3, 12}) {  // plain and blocked layouts
+    ConvFixture big(ConvCase{3, c, 5, 5, 2, 3, 3, 1, 1, 1, 1, true});
+    big.layer.forward(big.xt);
+    // Same layer, batch 1: the primitives are rebuilt for the new shape.
+    const ConvCase one{1, c, 5, 5, 2, 3, 3, 1, 1, 1, 1, true};
+    std::vector<float> x1(big.x.begin(), big.x.begin() + c * 5 * 5);
+    const Tensor x1t = host_tensor(x1, {1, c, 5, 5});
+    expect_close(big.layer.forward(x1t).to_host(), conv_ref(one, to_double(x1), to_double(big.w), to_double(big.b)),
+                 1e-5, "y batch 1");
+  }
 }
 
 TEST(Conv2d, RefusesBadInput) {

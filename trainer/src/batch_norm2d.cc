@@ -15,7 +15,7 @@
 // Why these loops and not oneDNN's batch_normalization primitive: oneDNN normalises with its own statistics
 // and has no hook to sum them over replicas, so the synchronised path needs its own code anyway; one code path
 // for both keeps 1 replica and N replicas numerically alike. And for NCHW data oneDNN 2.6 has only its non-JIT
-// ncsp_bnorm, which mirror-bn-bench measured about 3x slower than these loops (docs/compute.md).
+// ncsp_bnorm, which mirror-layer-bench measured about 3x slower than these loops (docs/compute.md).
 #include "mirror/train/batch_norm2d.h"
 
 #include <algorithm>

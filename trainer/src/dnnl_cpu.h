@@ -24,6 +24,28 @@ dnnl::memory::desc plain(const dims& d, tag t);
 // A oneDNN memory object over memory Mirror owns (no copy; `data` must outlive its use).
 dnnl::memory wrap(const dnnl::memory::desc& md, const float* data);
 
+// A tensor in the layout a primitive wants: Mirror's own plain buffer when the layouts agree (no copy), else a
+// oneDNN-owned buffer in the wanted (blocked) layout, filled or emptied by a reorder.
+class Staged {
+ public:
+  Staged() = default;
+  Staged(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted);
+  bool copies() const { return copies_; }
+  // `data` (plain) in the wanted layout: reordered into the own buffer when the layouts differ.
+  dnnl::memory input(const float* data);
+  // Where a primitive writes its result; finish_output(data) then leaves it in `data` (plain).
+  dnnl::memory output(float* data);
+  void finish_output(float* data);
+  // The own buffer as last filled (valid when copies()).
+  const dnnl::memory& staged() const { return own_; }
+
+ private:
+  dnnl::memory::desc plain_, wanted_;
+  dnnl::memory own_;
+  dnnl::reorder to_wanted_, to_plain_;  // built once; run over any buffer of these layouts
+  bool copies_ = false;
+};
+
 // Runs `what` and rethrows a dnnl::error as mirror::Error(kInternal) "<layer>: oneDNN <status>: <message>".
 void run(std::string_view layer, const std::function<void()>& what);
 

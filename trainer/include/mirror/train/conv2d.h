@@ -17,13 +17,18 @@ struct Conv2dGeometry {
   std::int64_t pad_h = 0, pad_w = 0;
 };
 
+// Layouts inside the layer (its inputs and outputs are NCHW either way): kAuto picks blocked for kernels
+// larger than 1×1 over 8 or more input channels (measured, conv2d.cc); kPlain / kBlocked force one
+// (benchmarks, tests).
+enum class ConvLayout { kAuto, kPlain, kBlocked };
+
 class Conv2d final : public Layer {
  public:
   // Throws kInvalidArgument for non-positive channels, kernel or stride, negative padding, or a CUDA device
   // (the CUDA version is not written yet).
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h, std::int64_t kernel_w,
          std::int64_t stride_h, std::int64_t stride_w, std::int64_t pad_h, std::int64_t pad_w, bool bias,
-         Device device);
+         Device device, ConvLayout layout = ConvLayout::kAuto);
   ~Conv2d() override;
 
   std::string kind() const override { return "conv2d"; }
@@ -51,6 +56,7 @@ class Conv2d final : public Layer {
   Conv2dGeometry geo_;
   bool has_bias_;
   Device device_;
+  ConvLayout layout_;
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward
   Tensor y_, dx_, dw_scratch_, db_scratch_;
