@@ -1,5 +1,8 @@
-// batch_norm2d.cc — mirror/train/batch_norm2d.h on the CPU, in loops the compiler vectorises (omp simd over
-// each H×W plane).
+// batch_norm2d.cc — mirror/train/batch_norm2d.h: the statistics, the running-statistics update, SyncBN's
+// reductions and the order of backward, on small per-channel host vectors; the bulk loops over the batch are
+// the device's BatchNormKernels (batch_norm2d_kernels.h: vectorised loops on the CPU, CUDA kernels). γ, β and
+// the running statistics live in device memory (the model's buffers): their C values are copied to the host
+// and back where they are used.
 //
 // Statistics: two passes, mean first (Σx and the count), then M2 = Σ(x − mean)², each plane summed in double.
 // Synchronised, each pass ends in one reducer->sum (C + 1, then C floats): two small all-reduces per layer
@@ -12,27 +15,47 @@
 // Normalising, x − mean is taken as (x − hi) − lo with mean = hi + lo split into two floats: x − hi is exact
 // when x is near the mean, so a large mean with a small spread keeps its digits (x·scale + shift would not).
 //
-// Why these loops and not oneDNN's batch_normalization primitive: oneDNN normalises with its own statistics
+// Why own loops and not oneDNN's batch_normalization primitive: oneDNN normalises with its own statistics
 // and has no hook to sum them over replicas, so the synchronised path needs its own code anyway; one code path
-// for both keeps 1 replica and N replicas numerically alike. And for NCHW data oneDNN 2.6 has only its non-JIT
-// ncsp_bnorm, which mirror-layer-bench measured about 3x slower than these loops (docs/compute.md).
+// for both keeps 1 replica and N replicas numerically alike (and measured faster: batch_norm2d_cpu.cc).
 #include "mirror/train/batch_norm2d.h"
 
-#include <algorithm>
 #include <cmath>
 
+#include "batch_norm2d_kernels.h"
 #include "mirror/error.h"
 
 namespace mirror::train {
+namespace {
+
+std::vector<float> read(const Device& device, const float* data, std::int64_t count) {
+  std::vector<float> host(count);
+  copy_device_to_host(device, host.data(), data, host.size() * sizeof(float));
+  return host;
+}
+
+void write(const Device& device, float* data, const std::vector<float>& host) {
+  copy_host_to_device(device, data, host.data(), host.size() * sizeof(float));
+}
+
+}  // namespace
 
 BatchNorm2d::BatchNorm2d(std::int64_t channels, Device device, float momentum, float eps)
-    : channels_(channels), device_(device), momentum_(momentum), eps_(eps), y_({0}, device), dx_({0}, device) {
+    : channels_(channels), device_(device), momentum_(momentum), eps_(eps), y_({0}, device), dx_({0}, device),
+      sums_({0}, device) {
   MIRROR_CHECK(channels > 0 && momentum >= 0.0f && momentum <= 1.0f && eps > 0.0f, kInvalidArgument,
                "batchnorm2d needs channels > 0, momentum in [0, 1] and eps > 0, got channels="
                    << channels << " momentum=" << momentum << " eps=" << eps);
+#if MIRROR_HAVE_CUDA
+  kernels_ = device.is_cuda() ? detail::make_batch_norm_cuda(device) : detail::make_batch_norm_cpu();
+#else
   MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "batchnorm2d on " << to_string(device) << ": only the CPU is implemented");
+               "batchnorm2d on " << to_string(device) << " but this build has no CUDA (MIRROR_WITH_CUDA=OFF)");
+  kernels_ = detail::make_batch_norm_cpu();
+#endif
 }
+
+BatchNorm2d::~BatchNorm2d() = default;
 
 Shape BatchNorm2d::output_sample_shape(const Shape& s) const {
   MIRROR_CHECK(s.size() == 3 && s[0] == channels_ && s[1] > 0 && s[2] > 0, kInvalidArgument,
@@ -63,92 +86,59 @@ void BatchNorm2d::bind_buffers(std::span<float* const> buffers) {
   running_var_ = buffers[1];
 }
 
-namespace {
-// Per channel c: out[c] = Σ over samples and the H×W plane of f(x, c), each plane summed in double lanes.
-template <typename F>
-void channel_sums(const float* x, std::int64_t n, std::int64_t channels, std::int64_t area, F f,
-                  std::vector<double>& out) {
-  out.assign(channels, 0.0);
-  for (std::int64_t n_i = 0; n_i < n; ++n_i)
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const float* __restrict plane = x + (n_i * channels + c) * area;
-      double p = 0.0;
-#pragma omp simd reduction(+ : p)
-      for (std::int64_t i = 0; i < area; ++i) p += f(plane[i], c);
-      out[c] += p;
-    }
+ReplicaReducer* BatchNorm2d::reducer() const { return context_ ? context_->reducer : nullptr; }
+
+void BatchNorm2d::reduce(std::vector<double>& values, double* extra) {
+  std::vector<float> host(values.begin(), values.end());
+  if (extra) host.push_back(static_cast<float>(*extra));
+  sums_.resize({static_cast<std::int64_t>(host.size())});
+  sums_.copy_from_host(host);
+  reducer()->sum(sums_.data(), host.size());
+  sums_.copy_to_host(host);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = host[i];
+  if (extra) *extra = host.back();
 }
 
-// Sums `values` (and `extra`, when not null) over the replicas through their float interface.
-void reduce(ReplicaReducer& reducer, std::vector<double>& values, double* extra, std::vector<float>& scratch) {
-  scratch.assign(values.begin(), values.end());
-  if (extra) scratch.push_back(static_cast<float>(*extra));
-  reducer.sum(scratch.data(), scratch.size());
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = scratch[i];
-  if (extra) *extra = scratch.back();
-}
-}  // namespace
-
-void BatchNorm2d::batch_statistics(const Tensor& x) {
-  const std::int64_t n = x.dim(0), area = x.dim(2) * x.dim(3);
-  ReplicaReducer* reducer = context_ ? context_->reducer : nullptr;
-  std::vector<double> sum, m2;
-  channel_sums(x.data(), n, channels_, area, [](float v, std::int64_t) { return static_cast<double>(v); }, sum);
-  double count = static_cast<double>(n * area);
-  if (reducer) reduce(*reducer, sum, &count, sums_);
-  MIRROR_CHECK(count > 1.0, kInvalidArgument,
-               "batchnorm2d in training needs more than one value per channel, got a batch of shape "
-                   << to_string(x.shape()) << (reducer ? " over all replicas" : ""));
-  std::vector<double> mean(channels_);
-  for (std::int64_t c = 0; c < channels_; ++c) mean[c] = sum[c] / count;
-  channel_sums(x.data(), n, channels_, area,
-               [&mean](float v, std::int64_t c) {
-                 const double d = v - mean[c];
-                 return d * d;
-               },
-               m2);
-  if (reducer) reduce(*reducer, m2, nullptr, sums_);
-  count_ = count;
-  mean_.resize(channels_);
-  mean_lo_.resize(channels_);
+void BatchNorm2d::set_statistics(const std::vector<double>& mean, const std::vector<double>& var) {
+  mean_.hi.resize(channels_);
+  mean_.lo.resize(channels_);
   inv_std_.resize(channels_);
-  const double m = momentum_;
   for (std::int64_t c = 0; c < channels_; ++c) {
-    const double var = m2[c] / count;  // biased: what normalises
-    set_mean(c, mean[c]);
-    inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var + eps_));
-    running_mean_[c] = static_cast<float>((1.0 - m) * running_mean_[c] + m * mean[c]);
-    running_var_[c] = static_cast<float>((1.0 - m) * running_var_[c] + m * m2[c] / (count - 1.0));  // unbiased
+    mean_.hi[c] = static_cast<float>(mean[c]);
+    mean_.lo[c] = static_cast<float>(mean[c] - mean_.hi[c]);
+    inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + eps_));
   }
 }
 
-void BatchNorm2d::set_mean(std::int64_t c, double mean) {
-  mean_[c] = static_cast<float>(mean);
-  mean_lo_[c] = static_cast<float>(mean - mean_[c]);
+void BatchNorm2d::batch_statistics(const Tensor& x) {
+  const detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3)};
+  std::vector<double> sum, m2;
+  kernels_->sums(b, x.data(), sum);
+  double count = static_cast<double>(b.n * b.area);
+  if (reducer()) reduce(sum, &count);
+  MIRROR_CHECK(count > 1.0, kInvalidArgument,
+               "batchnorm2d in training needs more than one value per channel, got a batch of shape "
+                   << to_string(x.shape()) << (reducer() ? " over all replicas" : ""));
+  std::vector<double> mean(channels_), var(channels_);
+  for (std::int64_t c = 0; c < channels_; ++c) mean[c] = sum[c] / count;
+  kernels_->squared_deviations(b, x.data(), mean, m2);
+  if (reducer()) reduce(m2, nullptr);
+  count_ = count;
+  auto rm = read(device_, running_mean_, channels_), rv = read(device_, running_var_, channels_);
+  const double m = momentum_;
+  for (std::int64_t c = 0; c < channels_; ++c) {
+    var[c] = m2[c] / count;  // biased: what normalises
+    rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * mean[c]);
+    rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * m2[c] / (count - 1.0));  // unbiased
+  }
+  write(device_, running_mean_, rm);
+  write(device_, running_var_, rv);
+  set_statistics(mean, var);
 }
 
 void BatchNorm2d::running_statistics() {
-  mean_.resize(channels_);
-  mean_lo_.resize(channels_);
-  inv_std_.resize(channels_);
-  for (std::int64_t c = 0; c < channels_; ++c) set_mean(c, running_mean_[c]);
-  for (std::int64_t c = 0; c < channels_; ++c)
-    inv_std_[c] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(running_var_[c]) + eps_));
-}
-
-void BatchNorm2d::normalise(const Tensor& x) {
-  const std::int64_t n = x.dim(0), area = x.dim(2) * x.dim(3);
-  y_.resize(x.shape());
-  for (std::int64_t n_i = 0; n_i < n; ++n_i)
-    for (std::int64_t c = 0; c < channels_; ++c) {
-      const std::int64_t off = (n_i * channels_ + c) * area;
-      const float* __restrict in = x.data() + off;
-      float* __restrict out = y_.data() + off;
-      const float scale = weight_.value[c] * inv_std_[c], shift = bias_.value[c];
-      const float hi = mean_[c], lo = mean_lo_[c];
-#pragma omp simd
-      for (std::int64_t i = 0; i < area; ++i) out[i] = ((in[i] - hi) - lo) * scale + shift;
-    }
+  const auto rm = read(device_, running_mean_, channels_), rv = read(device_, running_var_, channels_);
+  set_statistics(std::vector<double>(rm.begin(), rm.end()), std::vector<double>(rv.begin(), rv.end()));
 }
 
 const Tensor& BatchNorm2d::forward(const Tensor& x) {
@@ -164,24 +154,13 @@ const Tensor& BatchNorm2d::forward(const Tensor& x) {
   } else {
     running_statistics();
   }
-  normalise(x);
+  gamma_ = read(device_, weight_.value, channels_);
+  std::vector<float> scale(channels_);
+  for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
+  y_.resize(x.shape());
+  kernels_->normalise({x.dim(0), channels_, x.dim(2) * x.dim(3)}, x.data(), mean_, scale,
+                      read(device_, bias_.value, channels_), y_.data());
   return y_;
-}
-
-void BatchNorm2d::sums_of_products(const float* dy, const float* x, std::int64_t n, std::int64_t area,
-                                   std::vector<double>& out) const {
-  out.assign(channels_, 0.0);
-  for (std::int64_t n_i = 0; n_i < n; ++n_i)
-    for (std::int64_t c = 0; c < channels_; ++c) {
-      const std::int64_t off = (n_i * channels_ + c) * area;
-      const float* __restrict g = dy + off;
-      const float* __restrict in = x + off;
-      const double mean = static_cast<double>(mean_[c]) + mean_lo_[c];
-      double p = 0.0;
-#pragma omp simd reduction(+ : p)
-      for (std::int64_t i = 0; i < area; ++i) p += static_cast<double>(g[i]) * (in[i] - mean);
-      out[c] += p * inv_std_[c];
-    }
 }
 
 const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
@@ -189,56 +168,42 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   MIRROR_CHECK(dy.shape() == x_->shape(), kInvalidArgument,
                "batchnorm2d backward expects dy of shape " << to_string(x_->shape()) << ", got "
                                                            << to_string(dy.shape()));
-  const std::int64_t n = dy.dim(0), c_count = channels_, area = dy.dim(2) * dy.dim(3);
+  const detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3)};
   std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
-  channel_sums(dy.data(), n, c_count, area, [](float g, std::int64_t) { return static_cast<double>(g); }, sdy);
-  sums_of_products(dy.data(), x_->data(), n, area, sdyx);
+  kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
   const bool accumulate = mode == GradMode::kAccumulate;
-  for (std::int64_t c = 0; c < c_count; ++c) {
-    bias_.grad[c] = static_cast<float>(sdy[c] + (accumulate ? bias_.grad[c] : 0.0));
-    weight_.grad[c] = static_cast<float>(sdyx[c] + (accumulate ? weight_.grad[c] : 0.0));
+  std::vector<float> dbeta = accumulate ? read(device_, bias_.grad, channels_) : std::vector<float>(channels_, 0.0f);
+  std::vector<float> dgamma = accumulate ? read(device_, weight_.grad, channels_) : std::vector<float>(channels_, 0.0f);
+  for (std::int64_t c = 0; c < channels_; ++c) {
+    dbeta[c] = static_cast<float>(sdy[c] + dbeta[c]);
+    dgamma[c] = static_cast<float>(sdyx[c] + dgamma[c]);
   }
+  write(device_, bias_.grad, dbeta);
+  write(device_, weight_.grad, dgamma);
   if (grad_ready) {
     grad_ready(1);
     grad_ready(0);
   }
   if (!need_dx) return nullptr;
-  dx_.resize(dy.shape());
-  if (!batch_stats_) {  // evaluation statistics are constants: dx = dy γ / σ
-    for (std::int64_t n_i = 0; n_i < n; ++n_i)
-      for (std::int64_t c = 0; c < c_count; ++c) {
-        const std::int64_t off = (n_i * c_count + c) * area;
-        const float* __restrict g = dy.data() + off;
-        float* __restrict out = dx_.data() + off;
-        const float scale = weight_.value[c] * inv_std_[c];
-#pragma omp simd
-        for (std::int64_t i = 0; i < area; ++i) out[i] = g[i] * scale;
-      }
-    return &dx_;
-  }
-  if (ReplicaReducer* reducer = context_ ? context_->reducer : nullptr) {
-    std::vector<double> both(sdy);
-    both.insert(both.end(), sdyx.begin(), sdyx.end());
-    reduce(*reducer, both, nullptr, sums_);
-    std::copy(both.begin(), both.begin() + c_count, sdy.begin());
-    std::copy(both.begin() + c_count, both.end(), sdyx.begin());
-  }
-  for (std::int64_t n_i = 0; n_i < n; ++n_i)
-    for (std::int64_t c = 0; c < c_count; ++c) {
-      const std::int64_t off = (n_i * c_count + c) * area;
-      const float* __restrict g = dy.data() + off;
-      const float* __restrict in = x_->data() + off;
-      float* __restrict out = dx_.data() + off;
-      const float inv_std = inv_std_[c], hi = mean_[c], lo = mean_lo_[c];
-      const float scale = weight_.value[c] * inv_std;
-      const float mean_dy = static_cast<float>(sdy[c] / count_);
-      const float mean_dyx = static_cast<float>(sdyx[c] / count_);
-#pragma omp simd
-      for (std::int64_t i = 0; i < area; ++i) {
-        const float xhat = ((in[i] - hi) - lo) * inv_std;
-        out[i] = scale * (g[i] - mean_dy - xhat * mean_dyx);
-      }
+  // Evaluation statistics are constants (dx = dy γ / σ); batch statistics bring the two mean terms, summed
+  // over all replicas when synchronised.
+  std::vector<float> mean_dy(channels_, 0.0f), mean_dyx(channels_, 0.0f), scale(channels_);
+  if (batch_stats_) {
+    if (reducer()) {
+      std::vector<double> both(sdy);
+      both.insert(both.end(), sdyx.begin(), sdyx.end());
+      reduce(both, nullptr);
+      std::copy(both.begin(), both.begin() + channels_, sdy.begin());
+      std::copy(both.begin() + channels_, both.end(), sdyx.begin());
     }
+    for (std::int64_t c = 0; c < channels_; ++c) {
+      mean_dy[c] = static_cast<float>(sdy[c] / count_);
+      mean_dyx[c] = static_cast<float>(sdyx[c] / count_);
+    }
+  }
+  for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
+  dx_.resize(dy.shape());
+  kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   return &dx_;
 }
 

@@ -1,14 +1,38 @@
 // global_avg_pool2d.cc — mirror/train/global_avg_pool2d.h: one mean per (sample, channel) plane, summed in
-// double (a plane of a few thousand floats stays exact to float rounding), and its broadcast backward.
+// double (a plane of a few thousand floats stays exact to float rounding), and its broadcast backward. CPU
+// loops here; on CUDA the kernels of cuda/cnn_kernels.cu.
 #include "mirror/train/global_avg_pool2d.h"
 
+#include "backend.h"
 #include "mirror/error.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/cnn_kernels_cuda.h"
+#endif
 
 namespace mirror::train {
 
+namespace {
+void forward_cpu(const float* __restrict in, std::int64_t planes, std::int64_t area, float* __restrict out) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    double s = 0;
+    for (std::int64_t i = 0; i < area; ++i) s += in[p * area + i];
+    out[p] = static_cast<float>(s / static_cast<double>(area));
+  }
+}
+
+void backward_cpu(const float* __restrict g, std::int64_t planes, std::int64_t area, float* __restrict out) {
+  const float inv = 1.0f / static_cast<float>(area);
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float v = g[p] * inv;
+    for (std::int64_t i = 0; i < area; ++i) out[p * area + i] = v;
+  }
+}
+}  // namespace
+
 GlobalAvgPool2d::GlobalAvgPool2d(Device device) : device_(device), y_({0}, device), dx_({0}, device) {
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "global_avgpool on " << to_string(device) << ": only the CPU is implemented");
+#if !MIRROR_HAVE_CUDA
+  detail::require_cpu(device);
+#endif
 }
 
 Shape GlobalAvgPool2d::output_sample_shape(const Shape& s) const {
@@ -24,13 +48,13 @@ const Tensor& GlobalAvgPool2d::forward(const Tensor& x) {
   x_shape_ = x.shape();
   const std::int64_t planes = x.dim(0) * x.dim(1), area = x.dim(2) * x.dim(3);
   y_.resize({x.dim(0), x.dim(1)});
-  const float* __restrict in = x.data();
-  float* __restrict out = y_.data();
-  for (std::int64_t p = 0; p < planes; ++p) {
-    double s = 0;
-    for (std::int64_t i = 0; i < area; ++i) s += in[p * area + i];
-    out[p] = static_cast<float>(s / static_cast<double>(area));
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::global_avg_pool_forward(x.data(), planes, area, y_.data());
+    return y_;
   }
+#endif
+  forward_cpu(x.data(), planes, area, y_.data());
   return y_;
 }
 
@@ -43,13 +67,13 @@ const Tensor* GlobalAvgPool2d::backward(const Tensor& dy, GradMode mode, bool ne
   if (!need_dx) return nullptr;
   dx_.resize(x_shape_);
   const std::int64_t planes = x_shape_[0] * x_shape_[1], area = x_shape_[2] * x_shape_[3];
-  const float inv = 1.0f / static_cast<float>(area);
-  const float* __restrict g = dy.data();
-  float* __restrict out = dx_.data();
-  for (std::int64_t p = 0; p < planes; ++p) {
-    const float v = g[p] * inv;
-    for (std::int64_t i = 0; i < area; ++i) out[p * area + i] = v;
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::global_avg_pool_backward(dy.data(), planes, area, dx_.data());
+    return &dx_;
   }
+#endif
+  backward_cpu(dy.data(), planes, area, dx_.data());
   return &dx_;
 }
 

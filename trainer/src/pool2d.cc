@@ -1,23 +1,13 @@
-// pool2d.cc — mirror/train/pool2d.h on the CPU: oneDNN pooling forward (training keeps max pooling's
-// workspace, the index of each window's winner) and backward, over plain NCHW buffers. Primitives are built
-// per input shape and training flag, and rebuilt when either changes.
+// pool2d.cc — mirror/train/pool2d.h: window checks and shapes; the arithmetic is the device's Pool2dKernels
+// (pool2d_kernels.h: oneDNN on the CPU, cuDNN on CUDA), built per input shape and training flag and rebuilt
+// when either changes.
 #include "mirror/train/pool2d.h"
 
-#include "dnnl_cpu.h"
+#include "backend.h"
 #include "mirror/error.h"
+#include "pool2d_kernels.h"
 
 namespace mirror::train {
-
-namespace dc = detail::dnnl_cpu;
-
-struct Pool2d::Primitives {
-  Shape x_shape;
-  bool training = false;
-  dnnl::memory::desc src, dst;
-  dnnl::pooling_forward forward;
-  dnnl::pooling_backward backward;  // built in training only
-  dnnl::memory workspace;           // max pooling in training only
-};
 
 Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
     : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device) {
@@ -27,7 +17,6 @@ Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
                "pooling needs a positive kernel and stride and 0 <= padding <= kernel / 2, got kernel="
                    << w.kernel_h << "x" << w.kernel_w << " stride=" << w.stride_h << "x" << w.stride_w
                    << " padding=" << w.pad_h << "x" << w.pad_w);
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument, "pooling on " << to_string(device) << ": only the CPU is implemented");
 }
 
 Pool2d::~Pool2d() = default;
@@ -41,58 +30,39 @@ Shape Pool2d::output_sample_shape(const Shape& s) const {
   return {s[0], (h - window_.kernel_h) / window_.stride_h + 1, (w - window_.kernel_w) / window_.stride_w + 1};
 }
 
-Pool2d::Primitives& Pool2d::primitives_for(const Shape& x_shape, bool training) {
-  if (prims_ && prims_->x_shape == x_shape && prims_->training == training) return *prims_;
-  const Shape out = output_sample_shape({x_shape[1], x_shape[2], x_shape[3]});
-  auto p = std::make_unique<Primitives>();
-  p->x_shape = x_shape;
-  p->training = training;
-  dc::run(kind(), [&] {
-    p->src = dc::plain({x_shape[0], x_shape[1], x_shape[2], x_shape[3]}, dc::tag::nchw);
-    p->dst = dc::plain({x_shape[0], out[0], out[1], out[2]}, dc::tag::nchw);
-    const auto algo = mode_ == PoolMode::kMax ? dnnl::algorithm::pooling_max
-                                              : dnnl::algorithm::pooling_avg_include_padding;
-    const dc::dims kernel{window_.kernel_h, window_.kernel_w}, strides{window_.stride_h, window_.stride_w},
-        pad{window_.pad_h, window_.pad_w};
-    const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
-    const auto fwd_pd = dnnl::pooling_forward::primitive_desc(
-        dnnl::pooling_forward::desc(prop, algo, p->src, p->dst, strides, kernel, pad, pad), dc::engine());
-    p->forward = dnnl::pooling_forward(fwd_pd);
-    if (training) {
-      p->backward = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(
-          dnnl::pooling_backward::desc(algo, p->src, p->dst, strides, kernel, pad, pad), dc::engine(), fwd_pd));
-      if (mode_ == PoolMode::kMax) p->workspace = dnnl::memory(fwd_pd.workspace_desc(), dc::engine());
-    }
-  });
-  prims_ = std::move(p);
-  return *prims_;
+detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_shape, bool training) {
+  if (kernels_ && kernels_shape_ == x_shape && kernels_training_ == training) return *kernels_;
+  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_};
+#if MIRROR_HAVE_CUDA
+  kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
+#else
+  detail::require_cpu(device_);
+  kernels_ = detail::make_pool2d_cpu(problem);
+#endif
+  kernels_shape_ = x_shape;
+  kernels_training_ = training;
+  return *kernels_;
 }
 
 const Tensor& Pool2d::forward(const Tensor& x) {
   MIRROR_CHECK(x.shape().size() == 4 && x.dim(0) > 0, kInvalidArgument,
                kind() << " needs a batch [N, C, H, W], got " << to_string(x.shape()));
   const Shape out = output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
-  Primitives& p = primitives_for(x.shape(), training());
-  y_.resize({x.dim(0), out[0], out[1], out[2]});
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dc::wrap(p.src, x.data())},
-                                             {DNNL_ARG_DST, dc::wrap(p.dst, y_.data())}};
-  if (p.workspace) args.emplace(DNNL_ARG_WORKSPACE, p.workspace);
-  dc::run(kind() + " forward", [&] { dc::execute(p.forward, args); });
-  have_workspace_ = training();
+  const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
+  detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, training());
+  y_.resize(y_shape);
+  k.forward(x.data(), y_.data());
+  x_ = training() ? &x : nullptr;
   return y_;
 }
 
 const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
-  MIRROR_CHECK(prims_ && have_workspace_, kInternal, kind() << " backward needs a training forward before it");
+  MIRROR_CHECK(x_ != nullptr, kInternal, kind() << " backward needs a training forward before it");
   MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,
                kind() << " backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
   if (!need_dx) return nullptr;
-  Primitives& p = *prims_;
-  dx_.resize(p.x_shape);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, dc::wrap(p.dst, dy.data())},
-                                             {DNNL_ARG_DIFF_SRC, dc::wrap(p.src, dx_.data())}};
-  if (p.workspace) args.emplace(DNNL_ARG_WORKSPACE, p.workspace);
-  dc::run(kind() + " backward", [&] { dc::execute(p.backward, args); });
+  dx_.resize(x_->shape());
+  kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
   return &dx_;
 }
 

@@ -9,17 +9,26 @@
 // gradient average over replicas makes them the global ones). How the statistics are summed: batch_norm2d.cc.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "mirror/train/layer.h"
 
 namespace mirror::train {
 
+namespace detail {
+class BatchNormKernels;  // the device's bulk loops (src/batch_norm2d_kernels.h)
+struct BnChannelMean {
+  std::vector<float> hi, lo;  // mean = hi + lo per channel
+};
+}  // namespace detail
+
 class BatchNorm2d final : public Layer {
  public:
-  // Throws kInvalidArgument for channels <= 0, momentum outside [0, 1], eps <= 0, or a CUDA device (not
-  // written yet).
+  // Throws kInvalidArgument for channels <= 0, momentum outside [0, 1], eps <= 0, or a CUDA device in a
+  // CPU-only build.
   BatchNorm2d(std::int64_t channels, Device device, float momentum = 0.1f, float eps = 1e-5f);
+  ~BatchNorm2d() override;
 
   std::string kind() const override { return "batchnorm2d"; }
   // [C, H, W] -> the same; kInvalidArgument for another channel count or rank.
@@ -45,25 +54,25 @@ class BatchNorm2d final : public Layer {
   float eps() const { return eps_; }
 
  private:
-  void batch_statistics(const Tensor& x);  // sets mean_, inv_std_, count_; updates the running statistics
-  void set_mean(std::int64_t c, double mean);  // mean_[c] + mean_lo_[c] = mean to ~2^-48
-  void running_statistics();               // sets mean_, inv_std_ from the running statistics
-  void normalise(const Tensor& x);         // y = γ (x − mean_) inv_std_ + β
-  // out[c] = Σ dy · x̂ over channel c, x̂ = (x − mean_) inv_std_.
-  void sums_of_products(const float* dy, const float* x, std::int64_t n, std::int64_t area,
-                        std::vector<double>& out) const;
+  ReplicaReducer* reducer() const;                          // the forward context's, or null
+  void reduce(std::vector<double>& values, double* extra);  // sums values (and *extra) over the replicas
+  void batch_statistics(const Tensor& x);  // sets the statistics, count_; updates the running statistics
+  void running_statistics();               // sets the statistics from the running statistics
+  void set_statistics(const std::vector<double>& mean, const std::vector<double>& var);
 
   std::int64_t channels_;
   Device device_;
   float momentum_, eps_;
+  std::unique_ptr<detail::BatchNormKernels> kernels_;
   ParamBinding weight_, bias_;
   float* running_mean_ = nullptr;
   float* running_var_ = nullptr;
   const Tensor* x_ = nullptr;  // input of the last forward
   bool batch_stats_ = false;   // the last forward normalised with batch statistics
   double count_ = 0;           // values per channel behind the statistics (global when synchronised)
-  std::vector<float> mean_, mean_lo_, inv_std_, sums_;
-  Tensor y_, dx_;
+  detail::BnChannelMean mean_;  // of the last forward, as hi + lo floats
+  std::vector<float> inv_std_, gamma_;
+  Tensor y_, dx_, sums_;  // sums_: what the reducer sums, on the layer's device
 };
 
 }  // namespace mirror::train

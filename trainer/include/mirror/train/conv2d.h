@@ -1,7 +1,7 @@
 // mirror/train/conv2d.h — 2-D convolution (cross-correlation, as PyTorch's nn.Conv2d with groups 1, dilation
 // 1) over NCHW float32 batches: y[n,o] = b[o] + sum_c W[o,c] ⋆ x[n,c], with zero padding. Weight [out, in, kh,
 // kw] and bias [out] in PyTorch's layout, so a checkpoint loads into torch directly. Output size per axis:
-// (in + 2·pad − kernel) / stride + 1, rounded down (PyTorch's floor mode). CPU via oneDNN (conv2d.cc).
+// (in + 2·pad − kernel) / stride + 1, rounded down (PyTorch's floor mode). CPU via oneDNN, CUDA via cuDNN (conv2d.cc).
 #pragma once
 
 #include <memory>
@@ -9,6 +9,10 @@
 #include "mirror/train/layer.h"
 
 namespace mirror::train {
+
+namespace detail {
+class Conv2dKernels;  // the device's arithmetic (src/conv2d_kernels.h)
+}  // namespace detail
 
 struct Conv2dGeometry {
   std::int64_t in_channels = 0, out_channels = 0;
@@ -24,8 +28,8 @@ enum class ConvLayout { kAuto, kPlain, kBlocked };
 
 class Conv2d final : public Layer {
  public:
-  // Throws kInvalidArgument for non-positive channels, kernel or stride, negative padding, or a CUDA device
-  // (the CUDA version is not written yet).
+  // Throws kInvalidArgument for non-positive channels, kernel or stride, or negative padding. CPU: oneDNN;
+  // CUDA: cuDNN (a CUDA device in a CPU-only build is refused at the first forward).
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel_h, std::int64_t kernel_w,
          std::int64_t stride_h, std::int64_t stride_w, std::int64_t pad_h, std::int64_t pad_w, bool bias,
          Device device, ConvLayout layout = ConvLayout::kAuto);
@@ -50,8 +54,7 @@ class Conv2d final : public Layer {
   bool has_bias() const { return has_bias_; }
 
  private:
-  struct Primitives;  // oneDNN primitives for one input shape (conv2d.cc)
-  Primitives& primitives_for(const Shape& x_shape);
+  detail::Conv2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape);
 
   Conv2dGeometry geo_;
   bool has_bias_;
@@ -59,8 +62,9 @@ class Conv2d final : public Layer {
   ConvLayout layout_;
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward
-  Tensor y_, dx_, dw_scratch_, db_scratch_;
-  std::unique_ptr<Primitives> prims_;
+  Tensor y_, dx_;
+  std::unique_ptr<detail::Conv2dKernels> kernels_;
+  Shape kernels_shape_;  // the input shape kernels_ were built for
 };
 
 }  // namespace mirror::train

@@ -1,7 +1,7 @@
 // mirror/train/global_avg_pool2d.h — global average pooling: y[n,c] = mean of x[n,c,:,:]. The output sample is
 // [C] (not [C,1,1]), so a Linear follows directly without a Flatten; as PyTorch's
-// AdaptiveAvgPool2d(1) followed by flatten(1). Backward: dx[n,c,h,w] = dy[n,c] / (H·W). Plain loops (a mean
-// needs no library; global_avg_pool2d.cc).
+// AdaptiveAvgPool2d(1) followed by flatten(1). Backward: dx[n,c,h,w] = dy[n,c] / (H·W). Plain loops on the
+// CPU, a CUDA kernel on the GPU (a mean needs no library; global_avg_pool2d.cc).
 #pragma once
 
 #include "mirror/train/layer.h"
@@ -10,7 +10,7 @@ namespace mirror::train {
 
 class GlobalAvgPool2d final : public Layer {
  public:
-  // kInvalidArgument on a CUDA device (not written yet).
+  // kInvalidArgument on a CUDA device in a CPU-only build.
   explicit GlobalAvgPool2d(Device device = Device{});
 
   std::string kind() const override { return "global_avgpool"; }

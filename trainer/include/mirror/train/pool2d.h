@@ -1,7 +1,7 @@
 // mirror/train/pool2d.h — what MaxPool2d and AvgPool2d share: the pooling window (kernel, stride, zero padding
 // per axis, PyTorch's floor mode: output (in + 2·pad − kernel) / stride + 1 rounded down, pad ≤ kernel / 2 as
-// PyTorch requires) and the oneDNN pooling primitives that run it on the CPU (pool2d.cc). NCHW batches; the
-// channel count passes through. Layers: max_pool2d.h, avg_pool2d.h.
+// PyTorch requires) and the pooling that runs it: oneDNN on the CPU, cuDNN on CUDA (pool2d.cc). NCHW
+// batches; the channel count passes through. Layers: max_pool2d.h, avg_pool2d.h.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,10 @@
 #include "mirror/train/layer.h"
 
 namespace mirror::train {
+
+namespace detail {
+class Pool2dKernels;  // the device's arithmetic (src/pool2d_kernels.h)
+}  // namespace detail
 
 struct Pool2dWindow {
   std::int64_t kernel_h = 1, kernel_w = 1;
@@ -35,20 +39,20 @@ class Pool2d : public Layer {
   PoolMode mode() const { return mode_; }
 
  protected:
-  // Throws kInvalidArgument for a non-positive kernel or stride, padding < 0 or > kernel / 2, or a CUDA
-  // device (not written yet).
+  // Throws kInvalidArgument for a non-positive kernel or stride, or padding < 0 or > kernel / 2.
   Pool2d(Pool2dWindow window, PoolMode mode, Device device);
 
  private:
-  struct Primitives;  // pool2d.cc
-  Primitives& primitives_for(const Shape& x_shape, bool training);
+  detail::Pool2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape, bool training);
 
   Pool2dWindow window_;
   PoolMode mode_;
   Device device_;
+  const Tensor* x_ = nullptr;  // input of the last forward when it was a training forward, else null
   Tensor y_, dx_;
-  std::unique_ptr<Primitives> prims_;
-  bool have_workspace_ = false;  // the last forward was a training forward (max pooling's backward needs it)
+  std::unique_ptr<detail::Pool2dKernels> kernels_;
+  Shape kernels_shape_;  // what kernels_ were built for
+  bool kernels_training_ = false;
 };
 
 }  // namespace mirror::train
