@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "mirror/error.h"
-#include "mirror/train/cpu_kernels.h"
-#include "mirror/train/device.h"
+#include "mirror/nn/cpu_kernels.h"
+#include "mirror/nn/device.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -74,10 +74,10 @@ double time_per_call(double min_s, Fn&& fn) {
 }
 
 int run(int threads, int rounds, double min_ms) {
-  mirror::train::set_cpu_threads(threads);
+  mirror::nn::set_cpu_threads(threads);
   std::printf("# mirror-gemm-bench: %d thread(s), %d alternated rounds, >= %.0f ms per library and round\n", threads,
               rounds, min_ms);
-  std::printf("# OpenBLAS core: %s | %s\n", openblas_get_corename(), mirror::train::cpu_kernels_description().c_str());
+  std::printf("# OpenBLAS core: %s | %s\n", openblas_get_corename(), mirror::nn::cpu_kernels_description().c_str());
   std::printf("%-18s %5s %5s %5s %14s %14s %8s\n", "product", "m", "n", "k", "OpenBLAS GF/s", "oneDNN GF/s",
               "ratio");
   std::mt19937 gen(1);

@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "mirror/train/batch_norm2d.h"
-#include "mirror/train/conv2d.h"
-#include "mirror/train/cpu_kernels.h"
-#include "mirror/train/device.h"
+#include "mirror/nn/batch_norm2d.h"
+#include "mirror/nn/conv2d.h"
+#include "mirror/nn/cpu_kernels.h"
+#include "mirror/nn/device.h"
 
 namespace {
-using namespace mirror::train;
+using namespace mirror::nn;
 using Clock = std::chrono::steady_clock;
 
 template <typename Fn>
