@@ -1,6 +1,6 @@
 // test_cuda.cc — the CUDA backend against the CPU backend: every op, the layers, the loss, both optimizers
 // and whole training steps of a model. Every case GTEST_SKIPs when no CUDA GPU is visible (always in a
-// CPU-only build), so CTest reports the binary as skipped there. Tolerances: cuBLAS and OpenBLAS sum in
+// CPU-only build), so CTest reports the binary as skipped there. Tolerances: cuBLAS and oneDNN sum in
 // different orders, so products differ by float rounding (~k·u relative); element-wise kernels match closely.
 #include <gtest/gtest.h>
 

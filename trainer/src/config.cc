@@ -119,7 +119,7 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->group("Model");
   add_choice(app, "--device", c.device, kDevices, "auto (CUDA when a GPU is visible, else CPU), cpu or cuda")
       ->group("Model");
-  app.add_option("--blas-threads", c.blas_threads, "OpenBLAS threads per rank on the CPU")
+  app.add_option("--blas-threads", c.blas_threads, "CPU compute threads per rank (oneDNN's OpenMP threads)")
       ->check(cli::integer_in(1, 256))->group("Model");
   app.add_option("--seed", c.seed, "seed of parameter initialisation and data order")->group("Model");
   app.add_flag("--sync-bn,!--no-sync-bn", c.sync_bn,

@@ -15,6 +15,7 @@
 
 #include "batch_tensor.h"
 #include "mirror/error.h"
+#include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/train/checkpoint.h"
@@ -207,7 +208,7 @@ void Trainer::print_banner() const {
   const data::DatasetInfo& info = dataset_->info();
   std::ostream& o = *out_;
   o << "mirror trainer: " << world_ << " rank" << (world_ > 1 ? "s" : "") << " on " << to_string(device_)
-    << (device_.is_cpu() ? " (" + std::to_string(config_.blas_threads) + " BLAS thread per rank)" : "")
+    << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "")
     << ", gradients over " << coll::to_string(ctx_.gradients->backend()) << " ("
     << coll::transport_name(*ctx_.gradients) << (grad_memory_.data() ? ", in a shared buffer" : "") << ")"
     << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
