@@ -24,6 +24,7 @@
 
 #include "batch_norm2d_kernels.h"
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 
 namespace mirror::nn {
 namespace {
@@ -205,6 +206,18 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   dx_.resize(dy.shape());
   kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   return &dx_;
+}
+
+// Settings: momentum (0.1, PyTorch's convention), eps (1e-5).
+std::unique_ptr<Layer> BatchNorm2d::create(const LayerArgs& args) {
+  const LayerSettings& s = args.settings;
+  MIRROR_CHECK(args.input.size() == 3, kInvalidArgument,
+               s.where() << " needs image samples [C, H, W], got " << to_string(args.input));
+  const double momentum = s.number("momentum", 0.1), eps = s.number("eps", 1e-5);
+  MIRROR_CHECK(momentum >= 0.0 && momentum <= 1.0, kInvalidArgument,
+               s.where() << ": momentum must be in [0, 1], got " << momentum);
+  MIRROR_CHECK(eps > 0.0, kInvalidArgument, s.where() << ": eps must be positive, got " << eps);
+  return std::make_unique<BatchNorm2d>(args.input[0], args.device, static_cast<float>(momentum), static_cast<float>(eps));
 }
 
 }  // namespace mirror::nn

@@ -9,6 +9,7 @@
 #include "conv2d_kernels.h"
 #include "init.h"
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 
 namespace mirror::nn {
 
@@ -104,6 +105,19 @@ const Tensor* Conv2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   dx_.resize(x_->shape());
   kernels_->backward_data(dy.data(), weight_.value, dx_.data());
   return &dx_;
+}
+
+// Settings: out_channels, kernel, stride (1), padding (0), each a number or [h, w]; bias (true).
+std::unique_ptr<Layer> Conv2d::create(const LayerArgs& args) {
+  const LayerSettings& s = args.settings;
+  MIRROR_CHECK(args.input.size() == 3, kInvalidArgument,
+               s.where() << " needs image samples [C, H, W], got " << to_string(args.input));
+  const std::int64_t out = s.required_integer("out_channels", 1);
+  const auto [kh, kw] = s.pair("kernel", {0, 0}, 1);
+  MIRROR_CHECK(kh >= 1 && kw >= 1, kInvalidArgument, s.where() << " needs a kernel (a number or [h, w])");
+  const auto [sh, sw] = s.pair("stride", {1, 1}, 1);
+  const auto [ph, pw] = s.pair("padding", {0, 0}, 0);
+  return std::make_unique<Conv2d>(args.input[0], out, kh, kw, sh, sw, ph, pw, s.boolean("bias", true), args.device);
 }
 
 }  // namespace mirror::nn

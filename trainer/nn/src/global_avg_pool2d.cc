@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 #if MIRROR_HAVE_CUDA
 #include "cuda/cnn_kernels_cuda.h"
 #endif
@@ -76,5 +77,8 @@ const Tensor* GlobalAvgPool2d::backward(const Tensor& dy, GradMode mode, bool ne
   backward_cpu(dy.data(), planes, area, dx_.data());
   return &dx_;
 }
+
+// No settings.
+std::unique_ptr<Layer> GlobalAvgPool2d::create(const LayerArgs& args) { return std::make_unique<GlobalAvgPool2d>(args.device); }
 
 }  // namespace mirror::nn

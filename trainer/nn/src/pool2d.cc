@@ -3,8 +3,12 @@
 // when either changes.
 #include "mirror/nn/pool2d.h"
 
+#include "mirror/nn/avg_pool2d.h"
+#include "mirror/nn/max_pool2d.h"
+
 #include "backend.h"
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 #include "pool2d_kernels.h"
 
 namespace mirror::nn {
@@ -64,6 +68,27 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   dx_.resize(x_->shape());
   kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
   return &dx_;
+}
+
+namespace {
+// Settings of both pooling layers: kernel, stride (= kernel), padding (0), each a number or [h, w].
+Pool2dWindow window_settings(const LayerSettings& s) {
+  const auto [kh, kw] = s.pair("kernel", {0, 0}, 1);
+  MIRROR_CHECK(kh >= 1 && kw >= 1, kInvalidArgument, s.where() << " needs a kernel (a number or [h, w])");
+  const auto [sh, sw] = s.pair("stride", {kh, kw}, 1);
+  const auto [ph, pw] = s.pair("padding", {0, 0}, 0);
+  return {kh, kw, sh, sw, ph, pw};
+}
+}  // namespace
+
+std::unique_ptr<Layer> MaxPool2d::create(const LayerArgs& args) {
+  const Pool2dWindow w = window_settings(args.settings);
+  return std::make_unique<MaxPool2d>(w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w, args.device);
+}
+
+std::unique_ptr<Layer> AvgPool2d::create(const LayerArgs& args) {
+  const Pool2dWindow w = window_settings(args.settings);
+  return std::make_unique<AvgPool2d>(w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w, args.device);
 }
 
 }  // namespace mirror::nn

@@ -16,6 +16,8 @@
 
 namespace mirror::nn {
 
+struct LayerArgs;  // mirror/nn/layer_registry.h
+
 namespace detail {
 class BatchNormKernels;  // the device's bulk loops (src/batch_norm2d_kernels.h)
 struct BnChannelMean {
@@ -31,6 +33,8 @@ class BatchNorm2d final : public Layer {
   ~BatchNorm2d() override;
 
   std::string kind() const override { return "batchnorm2d"; }
+  // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
   // [C, H, W] -> the same; kInvalidArgument for another channel count or rank.
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
   // {"weight", [C]} (γ, init 1), {"bias", [C]} (β, init 0).

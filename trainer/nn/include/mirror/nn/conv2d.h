@@ -10,6 +10,8 @@
 
 namespace mirror::nn {
 
+struct LayerArgs;  // mirror/nn/layer_registry.h
+
 namespace detail {
 class Conv2dKernels;  // the device's arithmetic (src/conv2d_kernels.h)
 }  // namespace detail
@@ -36,6 +38,8 @@ class Conv2d final : public Layer {
   ~Conv2d() override;
 
   std::string kind() const override { return "conv2d"; }
+  // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
   // [in_channels, H, W] -> [out_channels, OH, OW]; kInvalidArgument when the sample is not 3-D, has another
   // channel count, or is smaller than the kernel after padding.
   Shape output_sample_shape(const Shape& input_sample_shape) const override;

@@ -4,9 +4,13 @@
 // CPU, a CUDA kernel on the GPU (a mean needs no library; global_avg_pool2d.cc).
 #pragma once
 
+#include <memory>
+
 #include "mirror/nn/layer.h"
 
 namespace mirror::nn {
+
+struct LayerArgs;  // mirror/nn/layer_registry.h
 
 class GlobalAvgPool2d final : public Layer {
  public:
@@ -14,6 +18,8 @@ class GlobalAvgPool2d final : public Layer {
   explicit GlobalAvgPool2d(Device device = Device{});
 
   std::string kind() const override { return "global_avgpool"; }
+  // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
   // [C, H, W] -> [C].
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
   const Tensor& forward(const Tensor& x) override;
