@@ -89,8 +89,12 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--backend", c.backend, "auto (nccl on CUDA, host on CPU), host or nccl")
       ->check(CLI::IsMember({"auto", "host", "nccl"}))->group("Communication");
   app.add_option("--host-transport", c.host_transport,
-                 "host backend: auto (shared memory when every rank is on this node), shm or mpi")
-      ->check(CLI::IsMember({"auto", "shm", "mpi"}))->group("Communication");
+                 "host backend: auto (shm when every rank is on one host, hierarchical across hosts with as many "
+                 "ranks each, else mpi), shm, hierarchical or mpi")
+      ->check(CLI::IsMember({"auto", "shm", "hierarchical", "mpi"}))->group("Communication");
+  app.add_option("--check-collectives", c.check_collectives,
+                 "on: every collective first checks that all ranks issued the same call; off: skip it")
+      ->type_name("on|off")->group("Communication");
   app.add_option("--shard-optimizer", c.shard_optimizer,
                  "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
                  "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
@@ -198,6 +202,7 @@ std::string to_json(const TrainConfig& c) {
   j["overlap"] = c.overlap;
   j["backend"] = c.backend;
   j["host_transport"] = c.host_transport;
+  j["check_collectives"] = c.check_collectives;
   j["shard_optimizer"] = c.shard_optimizer;
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;

@@ -106,7 +106,7 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
 
   // Device, data, model, optimizer.
   const Device device = resolve_device(config.device, ctx.local_rank, config.blas_threads);
-  MIRROR_CHECK(!(device.is_cuda() && ctx.gradients->backend() == coll::Backend::kHost), kInvalidArgument,
+  MIRROR_CHECK(!(device.is_cuda() && ctx.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   const data::Dataset dataset = data::Dataset::open(config.data);
   const data::DatasetInfo& info = dataset.info();
@@ -178,7 +178,7 @@ TrainSummary train(const TrainConfig& config_in, const TrainContext& ctx) {
   if (out) {
     *out << "mirror trainer: " << world << " rank" << (world > 1 ? "s" : "") << " on " << to_string(device)
          << (device.is_cpu() ? " (" + std::to_string(config.blas_threads) + " BLAS thread per rank)" : "")
-         << ", gradients over " << coll::to_string(ctx.gradients->backend()) << " ("
+         << ", gradients over " << coll::to_string(ctx.gradients->backend().buffers) << " ("
          << coll::transport_name(*ctx.gradients) << (grad_memory.data() ? ", in a shared buffer" : "") << ")"
          << (sharded ? ", optimizer sharded over " + std::to_string(world) + " ranks" : "") << "\n";
     if (!shared_memory_failed.empty())

@@ -26,6 +26,7 @@ struct EvalOptions {
   std::int64_t batch_size = 256;
   int blas_threads = 1;
   double timeout_s = 300;
+  bool check_collectives = true;
 };
 
 // A directory means its newest checkpoint that verifies.
@@ -41,6 +42,7 @@ std::string resolve_checkpoint(const std::string& path) {
 int run(const EvalOptions& o, int rank) {
   coll::CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  comm_options.check_consistency = o.check_collectives;
   auto control = coll::make_communicator(comm_options);
 
   // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on.
@@ -131,6 +133,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(CLI::Range(1, 256))
         ->capture_default_str();
+    app.add_option("--check-collectives", o.check_collectives,
+                   "on: every collective first checks that all ranks issued the same call; off: skip it")
+        ->type_name("on|off");
     app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(CLI::Range(0.1, 86400.0))
         ->capture_default_str();
     try {

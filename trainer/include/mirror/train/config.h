@@ -45,7 +45,8 @@ struct TrainConfig {
   double bucket_mb = 25.0;
   bool overlap = true;              // start each bucket during backward (false: all after backward)
   std::string backend = "auto";     // auto | host | nccl
-  std::string host_transport = "auto";  // host backend: auto | shm | mpi
+  std::string host_transport = "auto";  // host backend: auto | shm | hierarchical | mpi
+  bool check_collectives = true;        // --check-collectives on|off (CommOptions::check_consistency)
   // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
   // all of them after an all-reduce: auto (on for CPU models on the shared-memory transport) | on | off.
   std::string shard_optimizer = "auto";
