@@ -79,6 +79,8 @@ fs::path checkpoint_with_array_attr(const fs::path& dir, const char* name, hid_t
   mirror::train::CheckpointState s;
   s.step = 3;
   s.model_spec = "mlp:2";
+  s.sample_shape = {4};
+  s.input_features = 4;
   s.optimizer_kind = "sgd";
   s.params.push_back({"w", {2, 2}, {1, 2, 3, 4}});
   fs::create_directories(dir);

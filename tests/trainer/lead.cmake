@@ -9,7 +9,7 @@ list(JOIN MIRROR_MPIEXEC_FLAGS " " _mirror_flags)
 set(_mirror_script_env
   "TRAINER=$<TARGET_FILE:trainer>" "MIRROR_DATA=$<TARGET_FILE:mirror-data>" "MIRROR_EVAL=$<TARGET_FILE:mirror-eval>"
   "MIRROR_CKPT=$<TARGET_FILE:mirror-ckpt>" "MIRRORRUN=$<TARGET_FILE:mirrorrun>" "MPIEXEC=${MPIEXEC_EXECUTABLE}" "MPIEXEC_FLAGS=${_mirror_flags}")
-foreach(script equivalence resume bad_flags eval_ckpt restart preempt)
+foreach(script equivalence resume bad_flags eval_ckpt restart preempt checkpoint_v1)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()
@@ -24,3 +24,8 @@ set_tests_properties(trainer.fusion_bench_shared0.np2 PROPERTIES TIMEOUT 120 PRO
                      PASS_REGULAR_EXPRESSION "ordinary buffer.*one per tensor +200")
 set_tests_properties(trainer.fusion_bench_shared1.np2 PROPERTIES TIMEOUT 120 PROCESSORS 2
                      PASS_REGULAR_EXPRESSION "shared buffer.*one per tensor +200")
+
+# The trainer's state plumbing (private headers of trainer/src) with a buffer-holding test layer.
+mirror_add_mpi_test(test_state_transfer SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_state_transfer.cc
+                    LIBS mirror::train mirror::collectives NP 1 2 3 TIMEOUT 120)
+target_include_directories(test_state_transfer PRIVATE ${PROJECT_SOURCE_DIR}/trainer/src)

@@ -40,6 +40,8 @@ CheckpointState sample_state(std::int64_t step) {
   s.world_size = 4;
   s.seed = 0xfeedface12345ull;
   s.model_spec = "mlp:32,16";
+  s.model_description = "mlp:32,16 (description)";
+  s.sample_shape = {1, 4, 5};
   s.input_features = 20;
   s.num_classes = 5;
   s.config_json = R"({"lr":0.05,"model":"mlp:32,16"})";
@@ -49,6 +51,7 @@ CheckpointState sample_state(std::int64_t step) {
   s.epoch_samples = 128;
   s.params = {random_tensor("fc1.weight", {32, 20}, 1), random_tensor("fc1.bias", {32}, 2),
               random_tensor("fc2.weight", {5, 32}, 3)};
+  s.buffers = {random_tensor("bn1.running_mean", {32}, 5), random_tensor("bn1.running_var", {32}, 6)};
   s.optimizer_kind = "sgd";
   s.optimizer_step = step;
   s.optimizer_state = {random_tensor("momentum", {32 * 20 + 32 + 5 * 32}, 4)};
@@ -78,7 +81,10 @@ TEST(Checkpoint, RoundTripIsExact) {
   EXPECT_EQ(r.epoch_micro_step, s.epoch_micro_step);
   EXPECT_EQ(r.world_size, s.world_size);
   EXPECT_EQ(r.seed, s.seed);
+  EXPECT_EQ(r.format_version, kCheckpointFormatVersion);
   EXPECT_EQ(r.model_spec, s.model_spec);
+  EXPECT_EQ(r.model_description, s.model_description);
+  EXPECT_EQ(r.sample_shape, s.sample_shape);
   EXPECT_EQ(r.input_features, s.input_features);
   EXPECT_EQ(r.num_classes, s.num_classes);
   EXPECT_EQ(r.config_json, s.config_json);
@@ -92,6 +98,11 @@ TEST(Checkpoint, RoundTripIsExact) {
     EXPECT_EQ(r.params[i].name, s.params[i].name);
     EXPECT_EQ(r.params[i].shape, s.params[i].shape);
     EXPECT_EQ(r.params[i].values, s.params[i].values);  // bit-exact
+  }
+  ASSERT_EQ(r.buffers.size(), s.buffers.size());
+  for (std::size_t i = 0; i < s.buffers.size(); ++i) {
+    EXPECT_EQ(r.buffers[i].name, s.buffers[i].name);
+    EXPECT_EQ(r.buffers[i].values, s.buffers[i].values);  // bit-exact
   }
   ASSERT_EQ(r.optimizer_state.size(), 1u);
   EXPECT_EQ(r.optimizer_state[0].values, s.optimizer_state[0].values);
@@ -117,6 +128,9 @@ TEST(Checkpoint, EveryFlippedTensorByteIsDetected) {
     try {
       CheckpointState r = read_checkpoint(copy.string());
       for (std::size_t i = 0; i < s.params.size(); ++i) ASSERT_EQ(r.params[i].values, s.params[i].values) << off;
+      for (std::size_t i = 0; i < s.buffers.size(); ++i) ASSERT_EQ(r.buffers[i].values, s.buffers[i].values) << off;
+      ASSERT_EQ(r.sample_shape, s.sample_shape) << off;
+      ASSERT_EQ(r.model_description, s.model_description) << off;
       ASSERT_EQ(r.optimizer_state[0].values, s.optimizer_state[0].values) << off;
       ASSERT_EQ(r.step, s.step) << off;
       ASSERT_EQ(r.config_json, s.config_json) << off;

@@ -1,5 +1,6 @@
 // checkpoint_io.cc — writes and reads one checkpoint file (HDF5): the header attributes with their own
-// CRC-32, /params and /optimizer tensors each with a CRC-32; atomic write through a temporary + rename.
+// CRC-32, /params, /buffers and /optimizer tensors each with a CRC-32; atomic write through a temporary +
+// rename. Reads format versions 1 and 2 (docs/checkpoint-format.md).
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -17,7 +18,7 @@ namespace mirror::train {
 namespace {
 
 constexpr const char* kFormatName = "mirror-checkpoint";
-constexpr std::int64_t kFormatVersion = 1;
+constexpr std::int64_t kOldestReadableVersion = 1;
 
 std::uint32_t crc32_of(const void* data, std::size_t bytes) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -31,7 +32,17 @@ std::uint32_t crc32_of(const void* data, std::size_t bytes) {
   return static_cast<std::uint32_t>(crc);
 }
 
-// The scalar header in one canonical string, so that one CRC covers every field.
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string t;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) t += ',';
+    t += std::to_string(shape[i]);
+  }
+  return t;
+}
+
+// The scalar header in one canonical string, so that one CRC covers every field. Version 2 adds the sample
+// shape and the model description at the end; version 1's text is unchanged, so its CRCs still verify.
 std::string header_text(const CheckpointState& s) {
   std::ostringstream o;
   o << "step=" << s.step << ";epoch=" << s.epoch << ";epoch_micro_step=" << s.epoch_micro_step
@@ -41,7 +52,20 @@ std::string header_text(const CheckpointState& s) {
     << ";epoch_correct=" << s.epoch_correct << ";epoch_samples=" << s.epoch_samples
     << ";optimizer_kind=" << s.optimizer_kind << ";optimizer_step=" << s.optimizer_step
     << ";config_json=" << s.config_json << ";metrics_jsonl=" << s.metrics_jsonl;
+  if (s.format_version >= 2)
+    o << ";sample_shape=" << shape_text(s.sample_shape) << ";model_description=" << s.model_description;
   return o.str();
+}
+
+// Whether `shape` is a sample shape of 1 to 8 dimensions, each in [1, 2^30], holding `features` values.
+bool holds(const std::vector<std::int64_t>& shape, std::int64_t features) {
+  if (shape.empty() || shape.size() > 8) return false;
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 1 || d > (std::int64_t{1} << 30) || n > (std::int64_t{1} << 34) / d) return false;
+    n *= d;
+  }
+  return n == features;
 }
 
 // ---- attribute helpers -------------------------------------------------------------------------
@@ -57,6 +81,15 @@ void write_i64(hid_t obj, const char* name, std::int64_t v) { write_attr(obj, na
 void write_u64(hid_t obj, const char* name, std::uint64_t v) { write_attr(obj, name, H5T_NATIVE_UINT64, &v); }
 void write_u32(hid_t obj, const char* name, std::uint32_t v) { write_attr(obj, name, H5T_NATIVE_UINT32, &v); }
 void write_f64(hid_t obj, const char* name, double v) { write_attr(obj, name, H5T_NATIVE_DOUBLE, &v); }
+
+void write_i64_array(hid_t obj, const char* name, const std::vector<std::int64_t>& v) {
+  const hsize_t n = v.size();
+  h5::Handle space(MIRROR_CHECK_HDF5(H5Screate_simple(1, &n, nullptr), name), H5Sclose);
+  h5::Handle attr(MIRROR_CHECK_HDF5(H5Acreate2(obj, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                                    name),
+                  H5Aclose);
+  MIRROR_CHECK_HDF5(H5Awrite(attr.get(), H5T_NATIVE_INT64, v.data()), name);
+}
 
 void write_str(hid_t obj, const char* name, const std::string& v) {
   h5::Handle type(MIRROR_CHECK_HDF5(H5Tcopy(H5T_C_S1), name), H5Tclose);
@@ -123,6 +156,21 @@ class Reader {
     if (n > 0)
       MIRROR_CHECK_HDF5(H5Dread(ds.get(), H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()),
                         path_ << " " << name << " (file truncated or damaged?)");
+    return v;
+  }
+  // A 1-D integer attribute of 1 to 8 elements (a shape).
+  std::vector<std::int64_t> i64_array(const char* name) const {
+    h5::Handle attr = open(name);
+    h5::Handle file_type(MIRROR_CHECK_HDF5(H5Aget_type(attr.get()), path_ << " attribute " << name), H5Tclose);
+    if (H5Tget_class(file_type.get()) != H5T_INTEGER)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' is not an integer array");
+    h5::Handle space(MIRROR_CHECK_HDF5(H5Aget_space(attr.get()), path_ << " attribute " << name), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+    if (H5Sget_simple_extent_ndims(space.get()) != 1 || n < 1 || n > 8)
+      MIRROR_THROW(kFormat, path_ << ": attribute '" << name << "' holds " << n << " elements; expected a 1-D shape "
+                                  << "of 1 to 8 dimensions");
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    MIRROR_CHECK_HDF5(H5Aread(attr.get(), H5T_NATIVE_INT64, v.data()), path_ << " attribute " << name);
     return v;
   }
   std::string str(const char* name) const {
@@ -231,14 +279,22 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
                                     "cannot create " << tmp),
                   H5Fclose);
   const hid_t f = file.get();
+  MIRROR_CHECK(s.format_version == kCheckpointFormatVersion, kInternal,
+               "write_checkpoint writes format version " << kCheckpointFormatVersion << ", got a state of version "
+                                                         << s.format_version);
+  MIRROR_CHECK(holds(s.sample_shape, s.input_features), kInvalidArgument,
+               "checkpoint state: sample_shape [" << shape_text(s.sample_shape) << "] does not hold input_features "
+                                                  << s.input_features << " values");
   write_str(f, "format", kFormatName);
-  write_i64(f, "format_version", kFormatVersion);
+  write_i64(f, "format_version", kCheckpointFormatVersion);
   write_i64(f, "step", s.step);
   write_i64(f, "epoch", s.epoch);
   write_i64(f, "epoch_micro_step", s.epoch_micro_step);
   write_i64(f, "world_size", s.world_size);
   write_u64(f, "seed", s.seed);
   write_str(f, "model_spec", s.model_spec);
+  write_i64_array(f, "sample_shape", s.sample_shape);
+  write_text(f, "model_description", s.model_description);
   write_i64(f, "input_features", s.input_features);
   write_i64(f, "num_classes", s.num_classes);
   write_f64(f, "epoch_loss_sum", s.epoch_loss_sum);
@@ -251,6 +307,7 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
   const std::string header = header_text(s);
   write_u32(f, "header_crc32", crc32_of(header.data(), header.size()));
   write_tensors(f, "params", s.params);
+  write_tensors(f, "buffers", s.buffers);
   write_tensors(f, "optimizer", s.optimizer_state);
   MIRROR_CHECK_HDF5(H5Fflush(f, H5F_SCOPE_GLOBAL), tmp);
 }
@@ -295,10 +352,11 @@ CheckpointState read_checkpoint(const std::string& path) {
   if (H5Aexists(file.get(), "format") <= 0 || r.str("format") != kFormatName)
     MIRROR_THROW(kFormat, path << " is an HDF5 file but not a Mirror checkpoint (no format=\"" << kFormatName << "\")");
   const std::int64_t version = r.i64("format_version");
-  if (version != kFormatVersion)
-    MIRROR_THROW(kFormat, path << " has checkpoint format version " << version << "; this Mirror reads version "
-                               << kFormatVersion);
+  if (version < kOldestReadableVersion || version > kCheckpointFormatVersion)
+    MIRROR_THROW(kFormat, path << " has checkpoint format version " << version << "; this Mirror reads versions "
+                               << kOldestReadableVersion << " to " << kCheckpointFormatVersion);
   CheckpointState s;
+  s.format_version = version;
   s.step = r.i64("step");
   s.epoch = r.i64("epoch");
   s.epoch_micro_step = r.i64("epoch_micro_step");
@@ -314,10 +372,21 @@ CheckpointState read_checkpoint(const std::string& path) {
   s.optimizer_step = r.i64("optimizer_step");
   s.config_json = r.text("config_json");
   s.metrics_jsonl = r.text("metrics_jsonl");
+  if (version >= 2) {
+    s.sample_shape = r.i64_array("sample_shape");
+    s.model_description = r.text("model_description");
+  } else {  // version 1 knew only the spec and a flat feature count
+    s.sample_shape = {s.input_features};
+    s.model_description = s.model_spec;
+  }
+  if (!holds(s.sample_shape, s.input_features))
+    MIRROR_THROW(kFormat, path << ": sample_shape [" << shape_text(s.sample_shape) << "] does not hold input_features "
+                               << s.input_features << " values; the checkpoint is corrupt");
   const std::string header = header_text(s);
   if (r.u32("header_crc32") != crc32_of(header.data(), header.size()))
     MIRROR_THROW(kFormat, path << ": header checksum mismatch; the checkpoint is corrupt");
   s.params = read_tensors(file.get(), "params", path);
+  if (version >= 2) s.buffers = read_tensors(file.get(), "buffers", path);
   s.optimizer_state = read_tensors(file.get(), "optimizer", path);
   return s;
 }

@@ -7,9 +7,74 @@
 #include <iostream>
 
 #include "mirror/error.h"
+#include "mirror/train/cli_checks.h"
 
 namespace mirror::train {
 namespace {
+
+using cli::enum_choice;
+using Sharding = data::Sharding;
+
+// The name tables of every enum flag: the parser, --help, to_json and to_string all read these.
+const std::vector<std::pair<std::string, Sharding>> kShardings{{"index", Sharding::kIndex}, {"files", Sharding::kFiles}};
+const std::vector<std::pair<std::string, nn::DeviceRequest>> kDevices{
+    {"auto", nn::DeviceRequest::kAuto}, {"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}};
+const std::vector<std::pair<std::string, nn::OptimizerKind>> kOptimizers{{"sgd", nn::OptimizerKind::kSgd},
+                                                                         {"adamw", nn::OptimizerKind::kAdamW}};
+const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{
+    {"none", nn::DecayKind::kConstant}, {"cosine", nn::DecayKind::kCosine}, {"step", nn::DecayKind::kStep}};
+const std::vector<std::pair<std::string, LrScaling>> kScalings{{"none", LrScaling::kNone}, {"linear", LrScaling::kLinear}};
+const std::vector<std::pair<std::string, BackendChoice>> kBackends{
+    {"auto", BackendChoice::kAuto}, {"host", BackendChoice::kHost}, {"nccl", BackendChoice::kNccl}};
+const std::vector<std::pair<std::string, Toggle>> kToggles{{"auto", Toggle::kAuto}, {"on", Toggle::kOn}, {"off", Toggle::kOff}};
+
+// An enum flag: parsed by its table, its default shown by name.
+template <typename E>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& value,
+                        const std::vector<std::pair<std::string, E>>& table, const std::string& help) {
+  return app.add_option(flag, value, help)->transform(enum_choice(table))->default_str(cli::enum_name(table, value));
+}
+
+// --host-transport: "auto" or a host row of the collectives' backend table, parsed by it into its row.
+void add_host_transport(CLI::App& app, const coll::BackendInfo*& value) {
+  std::vector<std::string> names{"auto"};
+  for (const coll::BackendInfo* b : coll::backends())
+    if (b->buffers == coll::Buffers::kHost) names.emplace_back(b->name);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  app.add_option_function<std::string>(
+         "--host-transport", [&value](const std::string& name) { value = coll::parse_backend("host", name); },
+         "host backend: auto (shm when every rank is on one host, hierarchical across hosts with as many ranks "
+         "each, else mpi) or one by name")
+      ->check(CLI::Validator(
+          [names, all](std::string& s) -> std::string {
+            for (const auto& n : names)
+              if (n == s) return "";
+            return "must be one of " + all + cli::detail::got(s);
+          },
+          "{" + all + "}", "host_transport"))
+      ->default_str("auto")->group("Communication");
+}
+
+// --checkpoint-every: "epoch" (stored as 0) or a positive number of steps.
+CLI::Validator epoch_or_steps() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s == "epoch") {
+          s = "0";
+          return "";
+        }
+        const auto v = cli::detail::parse_integer(s);
+        return v && *v >= 1 ? "" : "must be a positive number of steps or 'epoch', got '" + s + "'";
+      },
+      "STEPS|epoch", "epoch_or_steps");
+}
+
+// --resume: "auto" or a checkpoint file.
+void set_resume(ResumeFrom& r, const std::string& value) {
+  r.kind = value == "auto" ? ResumeFrom::Kind::kLatest : ResumeFrom::Kind::kFile;
+  r.path = value == "auto" ? "" : value;
+}
 
 void add_options(CLI::App& app, TrainConfig& c) {
   app.description(
@@ -20,104 +85,111 @@ void add_options(CLI::App& app, TrainConfig& c) {
   // A flag given twice takes its last value, so wrappers can put defaults first and the user's flags after.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.get_formatter()->column_width(34);
+  cli::install_sentence_errors(app);
 
-  auto* data = app.add_option("--data", c.data, "HDF5 dataset (made by mirror-data), or its first shard file")
-                   ->required()->group("Data");
-  (void)data;
-  app.add_option("--sharding", c.sharding,
-                 "index: every rank draws its slice of each global batch from the whole set (N ranks x batch B "
-                 "trains exactly like 1 rank x N*B); files: rank r reads only its own shard files, shuffled within "
-                 "a buffer (for sets larger than memory; gives up that exact equivalence)")
-      ->check(CLI::IsMember({"index", "files"}))->group("Data");
+  app.add_option("--data", c.data, "HDF5 dataset (made by mirror-data), or its first shard file")
+      ->required()->group("Data");
+  add_choice(app, "--sharding", c.sharding, kShardings,
+             "index: every rank draws its slice of each global batch from the whole set (N ranks x batch B "
+             "trains exactly like 1 rank x N*B); files: rank r reads only its own shard files, shuffled within "
+             "a buffer (for sets larger than memory; gives up that exact equivalence)")->group("Data");
   app.add_flag("!--no-in-memory", c.in_memory, "read batches from the file instead of loading the rank's part into memory")
       ->group("Data");
   app.add_option("--prefetch", c.prefetch, "batches prepared ahead by the loader thread (0: none)")
-      ->check(CLI::Range(0, 64))->group("Data");
+      ->check(cli::integer_in(0, 64))->group("Data");
 
   app.add_option("--model", c.model, "model: mlp:H1,H2,... (hidden sizes, ReLU between)")->group("Model");
-  app.add_option("--device", c.device, "auto (CUDA when a GPU is visible, else CPU), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))->group("Model");
+  add_choice(app, "--device", c.device, kDevices, "auto (CUDA when a GPU is visible, else CPU), cpu or cuda")
+      ->group("Model");
   app.add_option("--blas-threads", c.blas_threads, "OpenBLAS threads per rank on the CPU")
-      ->check(CLI::Range(1, 256))->group("Model");
+      ->check(cli::integer_in(1, 256))->group("Model");
   app.add_option("--seed", c.seed, "seed of parameter initialisation and data order")->group("Model");
+  app.add_flag("--sync-bn,!--no-sync-bn", c.sync_bn,
+               "BatchNorm's batch statistics over all ranks (default; N ranks x B trains like 1 x N*B); "
+               "--no-sync-bn: per rank, running statistics averaged before checkpoints and evaluation")
+      ->group("Model");
 
-  app.add_option("--epochs", c.epochs, "epochs to train")->check(CLI::Range(int64_t{1}, int64_t{1000000}))
-      ->group("Training");
+  app.add_option("--epochs", c.epochs, "epochs to train")->check(cli::integer_in(1, 1000000))->group("Training");
   app.add_option("--max-steps", c.max_steps, "stop after this many optimizer steps in all (0: no limit)")
-      ->check(CLI::NonNegativeNumber)->group("Training");
+      ->check(cli::non_negative_integer())->group("Training");
   auto* bs = app.add_option("--batch-size", c.batch_size, "samples per rank per step (default 64)")
-                 ->check(CLI::PositiveNumber)->group("Training");
+                 ->check(cli::positive_integer())->group("Training");
   auto* gbs = app.add_option("--global-batch-size", c.global_batch_size,
                              "samples per step over all ranks (must divide by the number of ranks)")
-                  ->check(CLI::PositiveNumber)->group("Training");
+                  ->check(cli::positive_integer())->group("Training");
   bs->excludes(gbs);
   app.add_option("--accum-steps", c.accum_steps,
                  "micro-batches whose gradients are accumulated locally before one averaged step")
-      ->check(CLI::Range(1, 4096))->group("Training");
+      ->check(cli::integer_in(1, 4096))->group("Training");
 
-  app.add_option("--optimizer", c.optimizer, "sgd (momentum, Nesterov, weight decay) or adamw")
-      ->check(CLI::IsMember({"sgd", "adamw"}))->group("Optimizer");
-  app.add_option("--lr", c.lr, "learning rate")->check(CLI::PositiveNumber)->group("Optimizer");
-  app.add_option("--momentum", c.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->group("Optimizer");
+  add_choice(app, "--optimizer", c.optimizer, kOptimizers, "sgd (momentum, Nesterov, weight decay) or adamw")
+      ->group("Optimizer");
+  app.add_option("--lr", c.lr, "learning rate")->check(cli::positive_number())->group("Optimizer");
+  app.add_option("--momentum", c.momentum, "SGD momentum")->check(cli::probability())->group("Optimizer");
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group("Optimizer");
   app.add_option("--weight-decay", c.weight_decay, "weight decay (decoupled for adamw)")
-      ->check(CLI::NonNegativeNumber)->group("Optimizer");
-  app.add_option("--beta1", c.beta1, "AdamW beta1")->check(CLI::Range(0.0, 1.0))->group("Optimizer");
-  app.add_option("--beta2", c.beta2, "AdamW beta2")->check(CLI::Range(0.0, 1.0))->group("Optimizer");
-  app.add_option("--eps", c.eps, "AdamW epsilon")->check(CLI::PositiveNumber)->group("Optimizer");
+      ->check(cli::non_negative_number())->group("Optimizer");
+  app.add_option("--beta1", c.beta1, "AdamW beta1")->check(cli::probability())->group("Optimizer");
+  app.add_option("--beta2", c.beta2, "AdamW beta2")->check(cli::probability())->group("Optimizer");
+  app.add_option("--eps", c.eps, "AdamW epsilon")->check(cli::positive_number())->group("Optimizer");
 
   app.add_option("--warmup-steps", c.warmup_steps, "linear warmup from 0 over this many steps")
-      ->check(CLI::NonNegativeNumber)->group("Schedule");
-  app.add_option("--decay", c.decay, "after warmup: none, cosine (to --min-lr at the last step) or step")
-      ->check(CLI::IsMember({"none", "cosine", "step"}))->group("Schedule");
+      ->check(cli::non_negative_integer())->group("Schedule");
+  add_choice(app, "--decay", c.decay, kDecays, "after warmup: none, cosine (to --min-lr at the last step) or step")
+      ->group("Schedule");
   app.add_option("--decay-step-size", c.decay_step_size, "step decay: multiply by --gamma every this many steps")
-      ->check(CLI::NonNegativeNumber)->group("Schedule");
-  app.add_option("--gamma", c.gamma, "step decay factor")->check(CLI::Range(0.0, 1.0))->group("Schedule");
-  app.add_option("--min-lr", c.min_lr, "cosine decay floor")->check(CLI::NonNegativeNumber)->group("Schedule");
-  app.add_option("--scale-lr", c.scale_lr,
-                 "linear: lr x global batch / --reference-batch (the linear scaling rule, Goyal et al. 2017)")
-      ->check(CLI::IsMember({"none", "linear"}))->group("Schedule");
+      ->check(cli::non_negative_integer())->group("Schedule");
+  app.add_option("--gamma", c.gamma, "step decay factor")->check(cli::number_in(0.0, 1.0))->group("Schedule");
+  app.add_option("--min-lr", c.min_lr, "cosine decay floor")->check(cli::non_negative_number())->group("Schedule");
+  add_choice(app, "--scale-lr", c.scale_lr, kScalings,
+             "linear: lr x global batch / --reference-batch (the linear scaling rule, Goyal et al. 2017)")
+      ->group("Schedule");
   app.add_option("--reference-batch", c.reference_batch, "batch size that --lr was tuned for")
-      ->check(CLI::PositiveNumber)->group("Schedule");
+      ->check(cli::positive_integer())->group("Schedule");
 
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket size in MB; each bucket is averaged as soon as "
                                              "backward has produced it, overlapping the rest of backward")
-      ->check(CLI::Range(0.001, 4096.0))->group("Communication");
+      ->check(cli::number_in(0.001, 4096.0))->group("Communication");
   app.add_flag("!--no-overlap", c.overlap, "start all gradient all-reduces after backward instead of during it "
                                           "(for measuring what overlap gains)")
       ->group("Communication");
-  app.add_option("--backend", c.backend, "auto (nccl on CUDA, host on CPU), host or nccl")
-      ->check(CLI::IsMember({"auto", "host", "nccl"}))->group("Communication");
-  app.add_option("--host-transport", c.host_transport,
-                 "host backend: auto (shm when every rank is on one host, hierarchical across hosts with as many "
-                 "ranks each, else mpi), shm, hierarchical or mpi")
-      ->check(CLI::IsMember({"auto", "shm", "hierarchical", "mpi"}))->group("Communication");
+  add_choice(app, "--backend", c.backend, kBackends, "auto (nccl on CUDA, host on CPU), host or nccl")
+      ->group("Communication");
+  add_host_transport(app, c.host_transport);
   app.add_option("--check-collectives", c.check_collectives,
                  "on: every collective first checks that all ranks issued the same call; off: skip it")
       ->type_name("on|off")->group("Communication");
-  app.add_option("--shard-optimizer", c.shard_optimizer,
-                 "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
-                 "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
-                 "and every rank updates everything; auto: on for CPU models on the shared-memory transport")
-      ->check(CLI::IsMember({"auto", "on", "off"}))->group("Communication");
+  add_choice(app, "--shard-optimizer", c.shard_optimizer, kToggles,
+             "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
+             "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
+             "and every rank updates everything; auto: on for CPU models on the shared-memory transport")
+      ->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
-      ->check(CLI::Range(0.1, 86400.0))->group("Communication");
+      ->check(cli::number_in(0.1, 86400.0))->group("Communication");
 
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "directory for checkpoints (rank 0 writes)")
       ->group("Checkpoints");
-  app.add_option("--checkpoint-every", c.checkpoint_every, "a number of steps, or 'epoch'")->group("Checkpoints");
-  app.add_option("--keep", c.keep, "checkpoints kept (0: all)")->check(CLI::NonNegativeNumber)->group("Checkpoints");
-  app.add_option("--resume", c.resume, "auto (newest valid checkpoint in --checkpoint-dir, if any) or a file")
+  app.add_option("--checkpoint-every", c.checkpoint_every_steps, "a number of steps, or 'epoch'")
+      ->transform(epoch_or_steps())->default_str("epoch")->group("Checkpoints");
+  app.add_option("--keep", c.keep, "checkpoints kept (0: all)")->check(cli::non_negative_integer())
+      ->group("Checkpoints");
+  app.add_option_function<std::string>("--resume", [&c](const std::string& v) { set_resume(c.resume, v); },
+                                       "auto (newest valid checkpoint in --checkpoint-dir, if any) or a file")
       ->group("Checkpoints");
 
   app.add_option("--eval-every", c.eval_every, "evaluate on the test split every this many epochs (0: never)")
-      ->check(CLI::NonNegativeNumber)->group("Output");
+      ->check(cli::non_negative_integer())->group("Output");
   app.add_option("--metrics", c.metrics, "write one JSON object per epoch to this file (rank 0)")->group("Output");
-  app.add_option("--progress", c.progress, "progress bar: auto (on a terminal), on or off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))->group("Output");
+  add_choice(app, "--progress", c.progress, kToggles, "progress bar: auto (on a terminal), on or off")
+      ->group("Output");
 }
 
 }  // namespace
+
+std::string to_string(Toggle value) { return cli::enum_name(kToggles, value); }
+std::string to_string(BackendChoice value) { return cli::enum_name(kBackends, value); }
+std::string to_string(LrScaling value) { return cli::enum_name(kScalings, value); }
+std::string decay_flag_name(nn::DecayKind kind) { return cli::enum_name(kDecays, kind); }
 
 std::optional<int> parse_train_config(int argc, char** argv, TrainConfig& config, bool print) {
   CLI::App app{"", "trainer"};
@@ -145,45 +217,32 @@ void validate(TrainConfig& c, int world_size) {
     c.batch_size = 64;
   }
   c.global_batch_size = c.batch_size * world_size;
-  if (c.checkpoint_every == "epoch") {
-    c.checkpoint_every_steps = 0;
-  } else {
-    std::size_t used = 0;
-    long long n = -1;
-    try {
-      n = std::stoll(c.checkpoint_every, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MIRROR_CHECK(used == c.checkpoint_every.size() && n > 0, kInvalidArgument,
-                 "--checkpoint-every '" << c.checkpoint_every << "' is neither a positive number of steps nor 'epoch'");
-    c.checkpoint_every_steps = n;
-  }
-  MIRROR_CHECK(!(c.resume == "auto" && c.checkpoint_dir.empty()), kInvalidArgument,
+  MIRROR_CHECK(!(c.resume.kind == ResumeFrom::Kind::kLatest && c.checkpoint_dir.empty()), kInvalidArgument,
                "--resume auto needs --checkpoint-dir to look in");
-  MIRROR_CHECK(!(c.decay == "step" && c.decay_step_size <= 0), kInvalidArgument,
+  MIRROR_CHECK(!(c.decay == nn::DecayKind::kStep && c.decay_step_size <= 0), kInvalidArgument,
                "--decay step needs --decay-step-size > 0");
   MIRROR_CHECK(c.min_lr <= c.lr, kInvalidArgument, "--min-lr " << c.min_lr << " is above --lr " << c.lr);
-  if (c.optimizer == "adamw")
+  if (c.optimizer == nn::OptimizerKind::kAdamW)
     MIRROR_CHECK(c.beta1 < 1.0 && c.beta2 < 1.0, kInvalidArgument, "--beta1 and --beta2 must be below 1");
 }
 
 std::string to_json(const TrainConfig& c) {
   nlohmann::ordered_json j;
   j["data"] = c.data;
-  j["sharding"] = c.sharding;
+  j["sharding"] = cli::enum_name(kShardings, c.sharding);
   j["in_memory"] = c.in_memory;
   j["prefetch"] = c.prefetch;
   j["model"] = c.model;
-  j["device"] = c.device;
+  j["device"] = cli::enum_name(kDevices, c.device);
   j["blas_threads"] = c.blas_threads;
   j["seed"] = c.seed;
+  j["sync_bn"] = c.sync_bn;
   j["epochs"] = c.epochs;
   j["max_steps"] = c.max_steps;
   j["batch_size"] = c.batch_size;
   j["global_batch_size"] = c.global_batch_size;
   j["accum_steps"] = c.accum_steps;
-  j["optimizer"] = c.optimizer;
+  j["optimizer"] = cli::enum_name(kOptimizers, c.optimizer);
   j["lr"] = c.lr;
   j["momentum"] = c.momentum;
   j["nesterov"] = c.nesterov;
@@ -192,23 +251,24 @@ std::string to_json(const TrainConfig& c) {
   j["beta2"] = c.beta2;
   j["eps"] = c.eps;
   j["warmup_steps"] = c.warmup_steps;
-  j["decay"] = c.decay;
+  j["decay"] = cli::enum_name(kDecays, c.decay);
   j["decay_step_size"] = c.decay_step_size;
   j["gamma"] = c.gamma;
   j["min_lr"] = c.min_lr;
-  j["scale_lr"] = c.scale_lr;
+  j["scale_lr"] = cli::enum_name(kScalings, c.scale_lr);
   j["reference_batch"] = c.reference_batch;
   j["bucket_mb"] = c.bucket_mb;
   j["overlap"] = c.overlap;
-  j["backend"] = c.backend;
-  j["host_transport"] = c.host_transport;
+  j["backend"] = cli::enum_name(kBackends, c.backend);
+  j["host_transport"] = c.host_transport ? c.host_transport->name : "auto";
   j["check_collectives"] = c.check_collectives;
-  j["shard_optimizer"] = c.shard_optimizer;
+  j["shard_optimizer"] = cli::enum_name(kToggles, c.shard_optimizer);
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;
-  j["checkpoint_every"] = c.checkpoint_every;
+  j["checkpoint_every"] = c.checkpoint_every_steps > 0 ? nlohmann::ordered_json(std::to_string(c.checkpoint_every_steps))
+                                                       : nlohmann::ordered_json("epoch");
   j["keep"] = c.keep;
-  j["resume"] = c.resume;
+  j["resume"] = c.resume.kind == ResumeFrom::Kind::kLatest ? "auto" : c.resume.path;
   j["eval_every"] = c.eval_every;
   j["metrics"] = c.metrics;
   return j.dump();

@@ -8,9 +8,22 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/data/loader.h"
 #include "mirror/error.h"
-#include "mirror/train/tensor.h"
+#include "mirror/nn/tensor.h"
+#include "batch_tensor.h"
 
 namespace mirror::train {
+
+void check_dataset_fits(const nn::Model& model, const data::Dataset& dataset) {
+  const data::DatasetInfo& info = dataset.info();
+  const nn::Shape& wanted = model.input_sample_shape();
+  // A flat input (an MLP, or a model from a version-1 checkpoint) takes any sample of as many values.
+  const bool fits = wanted.size() == 1 ? info.features == model.input_features()
+                                       : nn::model_sample_shape(info.sample_shape) == wanted;
+  MIRROR_CHECK(fits && info.num_classes == model.num_classes(), kInvalidArgument,
+               "dataset " << dataset.describe() << " has samples of shape " << nn::to_string(info.sample_shape)
+                          << " and " << info.num_classes << " classes, but the model expects samples of shape "
+                          << nn::to_string(wanted) << " and " << model.num_classes() << " classes");
+}
 
 double EvalResult::class_accuracy(std::int64_t c) const {
   std::int64_t total = 0;
@@ -18,15 +31,11 @@ double EvalResult::class_accuracy(std::int64_t c) const {
   return total ? static_cast<double>(confusion[static_cast<std::size_t>(c * num_classes + c)]) / total : 0.0;
 }
 
-EvalResult evaluate(Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
+EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
                     coll::Communicator& control, const PredictionFn& on_prediction) {
   MIRROR_CHECK(batch > 0, kInvalidArgument, "evaluation batch size must be > 0, got " << batch);
   const std::int64_t classes = model.num_classes();
-  const std::int64_t features = model.input_features();
-  MIRROR_CHECK(dataset.info().features == features && dataset.info().num_classes == classes, kInvalidArgument,
-               "dataset " << dataset.describe() << " has " << dataset.info().features << " features and "
-                          << dataset.info().num_classes << " classes, but the model expects " << features << " and "
-                          << classes);
+  check_dataset_fits(model, dataset);
   EvalResult result;
   result.num_classes = classes;
   result.confusion.assign(static_cast<std::size_t>(classes * classes), 0);
@@ -34,22 +43,15 @@ EvalResult evaluate(Model& model, const data::Dataset& dataset, const std::strin
   model.set_training(false);
   data::EvalLoader loader(dataset, split, control.size(), control.rank(), batch);
   data::Batch b;
-  Tensor x;
+  nn::Tensor staging;
   std::vector<float> logits, probs(static_cast<std::size_t>(classes));
   std::int64_t next_index = loader.first_index();  // the rank's part is contiguous, batches in order
   while (loader.next(b)) {
     const std::int64_t base = next_index;
     next_index += b.size;
-    const Tensor* input = &x;
-    Tensor cpu_view;
-    if (model.device().is_cpu()) {
-      cpu_view = Tensor::view(b.x.data(), {b.size, features}, model.device());
-      input = &cpu_view;
-    } else {
-      x.resize({b.size, features});
-      x.copy_from_host(b.x);
-    }
-    const Tensor& out = model.forward(*input);
+    nn::ForwardContext context;
+    context.sample_ids = b.indices;
+    const nn::Tensor& out = model.forward(batch_tensor(b, model, staging), context);
     logits.resize(static_cast<std::size_t>(b.size * classes));
     out.copy_to_host(logits);
     for (std::int64_t i = 0; i < b.size; ++i) {

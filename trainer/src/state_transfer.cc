@@ -9,23 +9,34 @@ namespace mirror::train {
 namespace {
 
 void broadcast_floats(coll::Communicator& control, std::vector<float>& values) {
+  if (values.empty()) return;  // the same size on every rank: a model without buffers
   control.broadcast(values.data(), values.size(), coll::DataType::kFloat32, 0);
 }
 
-// Throws kInvalidArgument when the checkpoint's model or optimizer differs from this run's.
-void check_compatible(const std::string& path, const CheckpointState& s, const Model& model,
-                      const Optimizer& optimizer) {
-  const auto& infos = model.parameters();
-  bool same = s.input_features == model.input_features() && s.num_classes == model.num_classes() &&
-              s.params.size() == infos.size();
+bool same_layout(const std::vector<NamedTensor>& stored, const std::vector<nn::ParamInfo>& infos) {
+  bool same = stored.size() == infos.size();
   for (std::size_t i = 0; same && i < infos.size(); ++i)
-    same = s.params[i].name == infos[i].name && s.params[i].shape == infos[i].shape;
+    same = stored[i].name == infos[i].name && stored[i].shape == infos[i].shape;
+  return same;
+}
+
+// A version-1 checkpoint knew only a flat feature count: any sample shape of as many values matches it.
+bool same_sample_shape(const CheckpointState& s, const nn::Model& model) {
+  if (s.format_version < 2) return s.input_features == model.input_features();
+  return nn::Shape(s.sample_shape) == model.input_sample_shape();
+}
+
+// Throws kInvalidArgument when the checkpoint's model or optimizer differs from this run's.
+void check_compatible(const std::string& path, const CheckpointState& s, const nn::Model& model,
+                      const nn::Optimizer& optimizer) {
+  const bool same = same_sample_shape(s, model) && s.num_classes == model.num_classes() &&
+                    same_layout(s.params, model.parameters()) && same_layout(s.buffers, model.buffers());
   MIRROR_CHECK(same, kInvalidArgument,
-               "checkpoint " << path << " holds model '" << s.model_spec << "' for " << s.input_features
-                             << " features and " << s.num_classes << " classes, but this run builds '"
-                             << model.spec().to_string() << "' for " << model.input_features() << " features and "
-                             << model.num_classes() << " classes; pass the same --model and --data, or use another "
-                             << "--checkpoint-dir");
+               "checkpoint " << path << " holds model '" << s.model_description << "' for samples of shape "
+                             << nn::to_string(s.sample_shape) << " and " << s.num_classes
+                             << " classes, but this run builds '" << model.description() << "' for samples of shape "
+                             << nn::to_string(model.input_sample_shape()) << " and " << model.num_classes()
+                             << " classes; pass the same --model and --data, or use another --checkpoint-dir");
   MIRROR_CHECK(s.optimizer_kind == to_string(optimizer.options().kind), kInvalidArgument,
                "checkpoint " << path << " was written with --optimizer " << s.optimizer_kind << ", this run uses "
                              << to_string(optimizer.options().kind));
@@ -38,15 +49,23 @@ void check_compatible(const std::string& path, const CheckpointState& s, const M
   }
 }
 
-std::vector<float> flat_params(const CheckpointState& s) {
+std::vector<float> flat_values(const std::vector<NamedTensor>& tensors) {
   std::vector<float> flat;
-  for (const NamedTensor& t : s.params) flat.insert(flat.end(), t.values.begin(), t.values.end());
+  for (const NamedTensor& t : tensors) flat.insert(flat.end(), t.values.begin(), t.values.end());
   return flat;
+}
+
+std::vector<NamedTensor> named_tensors(const std::vector<nn::ParamInfo>& infos, const std::vector<float>& flat) {
+  std::vector<NamedTensor> out;
+  for (const nn::ParamInfo& p : infos)
+    out.push_back(NamedTensor{p.name, p.shape,
+                              std::vector<float>(flat.begin() + p.offset, flat.begin() + p.offset + p.numel)});
+  return out;
 }
 
 }  // namespace
 
-void init_and_broadcast_parameters(Model& model, std::uint64_t seed, coll::Communicator& control) {
+void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::Communicator& control) {
   std::vector<float> host(static_cast<std::size_t>(model.num_parameters()));
   if (control.rank() == 0) {
     model.init_parameters(seed);
@@ -56,7 +75,7 @@ void init_and_broadcast_parameters(Model& model, std::uint64_t seed, coll::Commu
   if (control.rank() != 0) model.params_from_host(host);
 }
 
-CheckpointState capture_state(const Model& model, const Optimizer& optimizer, const RunPosition& position,
+CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
                               const TrainConfig& config, int world_size) {
   CheckpointState s;
   s.step = position.step;
@@ -64,7 +83,9 @@ CheckpointState capture_state(const Model& model, const Optimizer& optimizer, co
   s.epoch_micro_step = position.micro;
   s.world_size = world_size;
   s.seed = config.seed;
-  s.model_spec = model.spec().to_string();
+  s.model_spec = config.model;
+  s.model_description = model.description();
+  s.sample_shape = model.input_sample_shape();
   s.input_features = model.input_features();
   s.num_classes = model.num_classes();
   s.config_json = to_json(config);
@@ -72,11 +93,8 @@ CheckpointState capture_state(const Model& model, const Optimizer& optimizer, co
   s.epoch_loss_sum = position.loss_sum;
   s.epoch_correct = position.correct;
   s.epoch_samples = position.samples;
-  const std::vector<float> flat = model.params_to_host();
-  for (const ParamInfo& p : model.parameters()) {
-    s.params.push_back(NamedTensor{p.name, p.shape,
-                                   std::vector<float>(flat.begin() + p.offset, flat.begin() + p.offset + p.numel)});
-  }
+  s.params = named_tensors(model.parameters(), model.params_to_host());
+  s.buffers = named_tensors(model.buffers(), model.buffers_to_host());
   s.optimizer_kind = to_string(optimizer.options().kind);
   s.optimizer_step = optimizer.step_count();
   for (const std::string& name : optimizer.state_names())
@@ -84,17 +102,17 @@ CheckpointState capture_state(const Model& model, const Optimizer& optimizer, co
   return s;
 }
 
-bool resume_from_checkpoint(const TrainConfig& config, Model& model, Optimizer& optimizer, RunPosition& position,
+bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Optimizer& optimizer, RunPosition& position,
                             coll::Communicator& control, std::string& path_out, std::ostream* out) {
-  if (config.resume.empty()) return false;
+  if (!config.resume.any()) return false;
   // Rank 0 decides: status 1 = loaded, 0 = nothing to resume from, -1 = failed (rank 0 raises its error).
   std::int32_t status = 0;
   CheckpointState state;
   std::exception_ptr failure;
   if (control.rank() == 0) {
     try {
-      std::string path = config.resume;
-      if (config.resume == "auto") {
+      std::string path = config.resume.path;
+      if (config.resume.kind == ResumeFrom::Kind::kLatest) {
         std::vector<std::string> skipped;
         auto latest = latest_valid_checkpoint(config.checkpoint_dir, &skipped);
         for (const std::string& s : skipped)
@@ -130,10 +148,14 @@ bool resume_from_checkpoint(const TrainConfig& config, Model& model, Optimizer& 
   double loss_sum = state.epoch_loss_sum;
   control.broadcast(header, 6, coll::DataType::kInt64, 0);
   control.broadcast(&loss_sum, 1, coll::DataType::kFloat64, 0);
-  std::vector<float> values = control.rank() == 0 ? flat_params(state)
+  std::vector<float> values = control.rank() == 0 ? flat_values(state.params)
                                                   : std::vector<float>(static_cast<std::size_t>(model.num_parameters()));
   broadcast_floats(control, values);
   model.params_from_host(values);
+  values = control.rank() == 0 ? flat_values(state.buffers)
+                               : std::vector<float>(static_cast<std::size_t>(model.num_buffer_values()));
+  broadcast_floats(control, values);
+  model.buffers_from_host(values);
   for (const std::string& name : optimizer.state_names()) {
     values.assign(static_cast<std::size_t>(optimizer.numel()), 0.0f);
     if (control.rank() == 0)

@@ -9,8 +9,8 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/config.h"
-#include "mirror/train/model.h"
-#include "mirror/train/optimizer.h"
+#include "mirror/nn/model.h"
+#include "mirror/nn/optimizer.h"
 
 namespace mirror::train {
 
@@ -26,17 +26,17 @@ struct RunPosition {
 };
 
 // Rank 0 initialises the parameters from the seed; every rank receives them.
-void init_and_broadcast_parameters(Model& model, std::uint64_t seed, coll::Communicator& control);
+void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::Communicator& control);
 
 // The checkpoint of the current state (called on rank 0; reads the device state to the host).
-CheckpointState capture_state(const Model& model, const Optimizer& optimizer, const RunPosition& position,
+CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
                               const TrainConfig& config, int world_size);
 
 // Resolves config.resume ("auto" or a path) on rank 0, reads and checks it against the model and optimizer,
 // and broadcasts it. Returns true and fills model, optimizer and position on every rank when a checkpoint was
 // loaded; false when "auto" found none. `path_out` (rank 0) receives the file used. Errors on rank 0 are
 // raised there and as kRemote on the others, so no rank waits for a broadcast that never comes.
-bool resume_from_checkpoint(const TrainConfig& config, Model& model, Optimizer& optimizer, RunPosition& position,
+bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Optimizer& optimizer, RunPosition& position,
                             coll::Communicator& control, std::string& path_out, std::ostream* out);
 
 }  // namespace mirror::train

@@ -12,6 +12,7 @@
 
 #include "mirror/error.h"
 #include "mirror/train/checkpoint.h"
+#include "mirror/train/cli_checks.h"
 
 namespace {
 using namespace mirror::train;
@@ -55,9 +56,16 @@ int inspect_command(const std::string& file) {
   std::printf("  step %lld, epoch %lld, next micro-batch %lld, world size %d, seed %llu\n",
               static_cast<long long>(s.step), static_cast<long long>(s.epoch),
               static_cast<long long>(s.epoch_micro_step), s.world_size, static_cast<unsigned long long>(s.seed));
-  std::printf("  model %s: %lld features, %lld classes; optimizer %s at step %lld\n", s.model_spec.c_str(),
-              static_cast<long long>(s.input_features), static_cast<long long>(s.num_classes),
-              s.optimizer_kind.c_str(), static_cast<long long>(s.optimizer_step));
+  std::string shape;
+  for (std::size_t i = 0; i < s.sample_shape.size(); ++i) {
+    if (i) shape += ", ";
+    shape += std::to_string(s.sample_shape[i]);
+  }
+  std::printf("  format version %lld\n", static_cast<long long>(s.format_version));
+  std::printf("  model %s: samples [%s] (%lld features), %lld classes; optimizer %s at step %lld\n",
+              s.model_description.c_str(), shape.c_str(), static_cast<long long>(s.input_features),
+              static_cast<long long>(s.num_classes), s.optimizer_kind.c_str(),
+              static_cast<long long>(s.optimizer_step));
   std::printf("configuration:\n");
   try {
     std::cout << nlohmann::json::parse(s.config_json).dump(2) << "\n";
@@ -65,6 +73,7 @@ int inspect_command(const std::string& file) {
     std::cout << s.config_json << "\n";
   }
   print_tensors("parameters", s.params);
+  if (!s.buffers.empty()) print_tensors("buffers", s.buffers);
   print_tensors("optimizer state", s.optimizer_state);
   std::printf("metrics:\n%s", s.metrics_jsonl.empty() ? "  (none yet)\n" : s.metrics_jsonl.c_str());
   return 0;
@@ -126,8 +135,9 @@ int diff_command(const std::string& file_a, const std::string& file_b, double to
   std::printf("A %s (step %lld)\nB %s (step %lld)\ntolerance %g\n", file_a.c_str(), static_cast<long long>(a.step),
               file_b.c_str(), static_cast<long long>(b.step), tol);
   const bool params_ok = diff_group("parameters", a.params, b.params, tol);
+  const bool buffers_ok = a.buffers.empty() && b.buffers.empty() ? true : diff_group("buffers", a.buffers, b.buffers, tol);
   const bool state_ok = diff_group("optimizer state", a.optimizer_state, b.optimizer_state, tol);
-  const bool ok = params_ok && state_ok;
+  const bool ok = params_ok && buffers_ok && state_ok;
   std::printf("%s\n", ok ? "equal within tolerance" : "DIFFERENT");
   return ok ? 0 : 1;
 }
@@ -148,7 +158,8 @@ int main(int argc, char** argv) {
   auto* diff = app.add_subcommand("diff", "max |a-b| per tensor; exit 0 when all <= --tol, else 1");
   diff->add_option("a", file, "first checkpoint")->required();
   diff->add_option("b", file_b, "second checkpoint")->required();
-  diff->add_option("--tol", tol, "largest allowed absolute difference")->check(CLI::NonNegativeNumber);
+  diff->add_option("--tol", tol, "largest allowed absolute difference")->check(mirror::cli::non_negative_number());
+  mirror::cli::install_sentence_errors(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,16 +13,18 @@
 #include "mirror/data/dataset.h"
 #include "mirror/error.h"
 #include "mirror/train/checkpoint.h"
-#include "mirror/train/device.h"
+#include "mirror/nn/device.h"
 #include "mirror/train/evaluate.h"
-#include "mirror/train/model.h"
+#include "mirror/nn/model.h"
+#include "mirror/train/cli_checks.h"
 #include "mpi_main.h"
 
 namespace {
 using namespace mirror;
 
 struct EvalOptions {
-  std::string checkpoint, data, split = "test", predict, device = "auto";
+  std::string checkpoint, data, split = "test", predict;
+  nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   std::int64_t batch_size = 256;
   int blas_threads = 1;
   double timeout_s = 300;
@@ -39,6 +41,22 @@ std::string resolve_checkpoint(const std::string& path) {
   return *latest;
 }
 
+// The checkpoint's tensors as one flat array in the model's layout, or kFormat when their names or shapes
+// are not the ones the checkpoint's own model description builds.
+std::vector<float> checked_values(const std::string& path, const char* what, const std::vector<train::NamedTensor>& stored,
+                                  const std::vector<nn::ParamInfo>& layout, std::int64_t total) {
+  std::vector<float> flat;
+  bool same = stored.size() == layout.size();
+  for (std::size_t i = 0; same && i < layout.size(); ++i)
+    same = stored[i].name == layout[i].name && stored[i].shape == layout[i].shape;
+  for (const auto& t : stored) flat.insert(flat.end(), t.values.begin(), t.values.end());
+  MIRROR_CHECK(same && static_cast<std::int64_t>(flat.size()) == total, kFormat,
+               "checkpoint " << path << " holds " << flat.size() << " " << what << " in " << stored.size()
+                             << " tensors, but the model it describes has " << total << " in " << layout.size()
+                             << " tensors of other names or shapes");
+  return flat;
+}
+
 int run(const EvalOptions& o, int rank) {
   coll::CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
@@ -49,14 +67,12 @@ int run(const EvalOptions& o, int rank) {
   const std::string path = resolve_checkpoint(o.checkpoint);
   const train::CheckpointState state = train::read_checkpoint(path);
   const data::Dataset dataset = data::Dataset::open(o.data);
-  const train::Device device = train::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-  train::Model model(state.model_spec, state.input_features, state.num_classes, device);
-  std::vector<float> flat;
-  for (const auto& t : state.params) flat.insert(flat.end(), t.values.begin(), t.values.end());
-  MIRROR_CHECK(static_cast<std::int64_t>(flat.size()) == model.num_parameters(), kFormat,
-               "checkpoint " << path << " holds " << flat.size() << " parameters, its model spec '" << state.model_spec
-                             << "' needs " << model.num_parameters());
-  model.params_from_host(flat);
+  const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
+  nn::Model model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
+  model.params_from_host(checked_values(path, "parameters", state.params, model.parameters(), model.num_parameters()));
+  model.buffers_from_host(checked_values(path, "buffer values", state.buffers, model.buffers(),
+                                         model.num_buffer_values()));
+  train::check_dataset_fits(model, dataset);
 
   // Predictions: each rank writes its rows to a part file; rank 0 joins them in rank (= sample) order.
   std::ofstream part;
@@ -124,19 +140,22 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint", o.checkpoint, "checkpoint file, or a directory (its newest valid checkpoint)")
         ->required();
     app.add_option("--data", o.data, "HDF5 dataset (made by mirror-data)")->required();
+    cli::install_sentence_errors(app);
     app.add_option("--split", o.split, "split to evaluate")->check(CLI::IsMember({"test", "train"}))
         ->capture_default_str();
-    app.add_option("--batch-size", o.batch_size, "samples per forward pass")->check(CLI::PositiveNumber)
+    app.add_option("--batch-size", o.batch_size, "samples per forward pass")->check(cli::positive_integer())
         ->capture_default_str();
     app.add_option("--predict", o.predict, "write one CSV row per sample: index,label,predicted,p0..pC-1");
-    app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-        ->capture_default_str();
-    app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(CLI::Range(1, 256))
+    app.add_option("--device", o.device, "auto, cpu or cuda")
+        ->transform(cli::enum_choice<nn::DeviceRequest>(
+            {{"auto", nn::DeviceRequest::kAuto}, {"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}}))
+        ->default_str("auto");
+    app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(cli::integer_in(1, 256))
         ->capture_default_str();
     app.add_option("--check-collectives", o.check_collectives,
                    "on: every collective first checks that all ranks issued the same call; off: skip it")
         ->type_name("on|off");
-    app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(CLI::Range(0.1, 86400.0))
+    app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(cli::number_in(0.1, 86400.0))
         ->capture_default_str();
     try {
       app.parse(argc, argv);

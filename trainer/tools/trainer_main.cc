@@ -10,7 +10,7 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/runtime.h"
 #include "mirror/train/config.h"
-#include "mirror/train/device.h"
+#include "mirror/nn/device.h"
 #include "mirror/train/training.h"
 #include "mpi_main.h"
 
@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
       if (rank == 0) std::cerr << "error: " << e.message() << "\nRun with --help for the flags.\n";
       return 2;
     }
-    if (config.progress == "auto") config.progress = output_is_terminal() ? "on" : "off";
+    if (config.progress == train::Toggle::kAuto)
+      config.progress = output_is_terminal() ? train::Toggle::kOn : train::Toggle::kOff;
     // SIGTERM/SIGINT (preemption, Ctrl-C): finish the step, write a checkpoint, exit.
     std::signal(SIGTERM, on_stop_signal);
     std::signal(SIGINT, on_stop_signal);
@@ -48,13 +49,14 @@ int main(int argc, char** argv) {
     const int local_rank = coll::MpiRuntime::local_rank();
     coll::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000));
-    options.backend = coll::parse_backend("host", config.host_transport);
+    options.backend = config.host_transport;
     options.check_consistency = config.check_collectives;
     auto control = coll::make_communicator(options);
     std::unique_ptr<coll::Communicator> nccl;
     // The device first: "--device cuda" without a GPU is reported as such, not as a missing NCCL.
-    const train::Device device = train::resolve_device(config.device, local_rank, config.blas_threads);
-    if (config.backend == "nccl" || (config.backend == "auto" && device.is_cuda())) {
+    const nn::Device device = nn::resolve_device(config.device, local_rank, config.blas_threads);
+    if (config.backend == train::BackendChoice::kNccl ||
+        (config.backend == train::BackendChoice::kAuto && device.is_cuda())) {
       options.backend = coll::parse_backend("nccl");
       nccl = coll::make_communicator(options);
     }

@@ -20,7 +20,12 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
+// The format version write_checkpoint writes; read_checkpoint reads this one and version 1 (without the
+// sample shape, the model description and /buffers).
+constexpr std::int64_t kCheckpointFormatVersion = 2;
+
 struct CheckpointState {
+  std::int64_t format_version = kCheckpointFormatVersion;  // as read (written files: always the current one)
   // Position: optimizer steps done, the epoch in progress and the next micro-batch index within it.
   std::int64_t step = 0;
   std::int64_t epoch = 0;
@@ -28,7 +33,9 @@ struct CheckpointState {
   // Run identity.
   int world_size = 1;
   std::uint64_t seed = 0;
-  std::string model_spec;         // e.g. "mlp:512,256"
+  std::string model_spec;         // the --model value, e.g. "mlp:512,256"
+  std::string model_description;  // what rebuilds the model (today the canonical spec; v1: = model_spec)
+  std::vector<std::int64_t> sample_shape;  // one input sample, e.g. {1, 28, 28} (v1: {input_features})
   std::int64_t input_features = 0;
   std::int64_t num_classes = 0;
   std::string config_json;        // the full training configuration
@@ -39,6 +46,7 @@ struct CheckpointState {
   std::int64_t epoch_samples = 0;
   // Model and optimizer.
   std::vector<NamedTensor> params;
+  std::vector<NamedTensor> buffers;  // the layers' non-gradient state (BatchNorm's running statistics)
   std::string optimizer_kind;     // "sgd" | "adamw"
   std::int64_t optimizer_step = 0;
   std::vector<NamedTensor> optimizer_state;

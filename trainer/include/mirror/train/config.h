@@ -1,23 +1,51 @@
 // mirror/train/config.h — the trainer's configuration: one options struct built once from the command line.
 // The parser and the --help text come from the same table (config.cc); validate() checks what depends on
-// several flags or on the world size, naming the flag at fault.
+// several flags or on the world size, naming the flag at fault. Every choice among names is parsed once, at
+// the command line, into a typed value: nothing later compares strings.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "mirror/coll/communicator.h"
+#include "mirror/data/train_loader.h"
+#include "mirror/nn/device.h"
+#include "mirror/nn/optimizer.h"
+#include "mirror/nn/schedule.h"
+
 namespace mirror::train {
+
+// A setting that is on, off, or decided by the trainer (--shard-optimizer, --progress).
+enum class Toggle { kAuto, kOn, kOff };
+// Which communicator carries the gradients (--backend): auto is nccl on CUDA, host on the CPU.
+enum class BackendChoice { kAuto, kHost, kNccl };
+// --scale-lr: none, or the linear scaling rule.
+enum class LrScaling { kNone, kLinear };
+
+std::string to_string(Toggle value);         // "auto" | "on" | "off"
+std::string to_string(BackendChoice value);  // "auto" | "host" | "nccl"
+std::string to_string(LrScaling value);      // "none" | "linear"
+// --decay's names: "none" (nn::DecayKind::kConstant), "cosine", "step".
+std::string decay_flag_name(nn::DecayKind kind);
+
+// --resume: nothing, the newest valid checkpoint in --checkpoint-dir ("auto"), or one file.
+struct ResumeFrom {
+  enum class Kind { kNone, kLatest, kFile };
+  Kind kind = Kind::kNone;
+  std::string path;  // kFile
+  bool any() const { return kind != Kind::kNone; }
+};
 
 struct TrainConfig {
   // Data.
   std::string data;                 // HDF5 dataset (or first shard)
-  std::string sharding = "index";   // index | files
+  data::Sharding sharding = data::Sharding::kIndex;
   bool in_memory = true;            // load this rank's working set into memory when it fits
   int prefetch = 2;                 // batches prepared ahead by the loader thread (0 = none)
   // Model and device.
   std::string model = "mlp:512,256";
-  std::string device = "auto";      // auto | cpu | cuda
+  nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   int blas_threads = 1;             // OpenBLAS threads per rank (CPU)
   std::uint64_t seed = 0;
   // Schedule of work.
@@ -27,7 +55,7 @@ struct TrainConfig {
   std::int64_t global_batch_size = 0;
   int accum_steps = 1;
   // Optimizer.
-  std::string optimizer = "sgd";    // sgd | adamw
+  nn::OptimizerKind optimizer = nn::OptimizerKind::kSgd;
   double lr = 0.05;
   double momentum = 0.9;
   bool nesterov = false;
@@ -35,33 +63,34 @@ struct TrainConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   // Learning-rate schedule.
   std::int64_t warmup_steps = 0;
-  std::string decay = "none";       // none | cosine | step
+  nn::DecayKind decay = nn::DecayKind::kConstant;  // --decay none | cosine | step
   std::int64_t decay_step_size = 0; // step decay: multiply by gamma every this many steps
   double gamma = 0.1;
   double min_lr = 0.0;              // cosine floor
-  std::string scale_lr = "none";    // none | linear (lr * global batch / reference batch)
+  LrScaling scale_lr = LrScaling::kNone;  // linear: lr * global batch / reference batch
   std::int64_t reference_batch = 64;
   // Communication.
   double bucket_mb = 25.0;
   bool overlap = true;              // start each bucket during backward (false: all after backward)
-  std::string backend = "auto";     // auto | host | nccl
-  std::string host_transport = "auto";  // host backend: auto | shm | hierarchical | mpi
-  bool check_collectives = true;        // --check-collectives on|off (CommOptions::check_consistency)
+  BackendChoice backend = BackendChoice::kAuto;
+  const coll::BackendInfo* host_transport = nullptr;  // host backend: a host row of coll::backends(); nullptr: auto
+  bool check_collectives = true;  // --check-collectives on|off (CommOptions::check_consistency)
   // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
   // all of them after an all-reduce: auto (on for CPU models on the shared-memory transport) | on | off.
-  std::string shard_optimizer = "auto";
+  Toggle shard_optimizer = Toggle::kAuto;
+  // BatchNorm's batch statistics summed over all ranks (SyncBN), so N ranks x B train like 1 x N*B. Off:
+  // each rank normalises with its own batch, and the running statistics are averaged over the ranks before
+  // every checkpoint and evaluation (equivalence is given up).
+  bool sync_bn = true;
   double timeout_s = 300.0;
   // Checkpoints, evaluation, output.
   std::string checkpoint_dir;
-  std::string checkpoint_every = "epoch";  // a number of steps, or "epoch"
+  std::int64_t checkpoint_every_steps = 0;  // --checkpoint-every N steps; 0: "epoch" (at every epoch's end)
   int keep = 3;
-  std::string resume;               // "" | auto | PATH
+  ResumeFrom resume;                // --resume auto | PATH
   int eval_every = 1;               // epochs; 0 = never
   std::string metrics;              // JSONL file written by rank 0
-  std::string progress = "auto";    // auto | on | off
-
-  // Derived by validate().
-  std::int64_t checkpoint_every_steps = 0;  // 0: at the end of every epoch
+  Toggle progress = Toggle::kAuto;   // auto: on when the output is a terminal
 };
 
 // Parses argv into `config`. Returns std::nullopt to go on, or the exit code to return now (0 after --help,

@@ -12,7 +12,7 @@
 
 #include "mirror/coll/communicator.h"
 #include "mirror/data/dataset.h"
-#include "mirror/train/model.h"
+#include "mirror/nn/model.h"
 
 namespace mirror::train {
 
@@ -38,10 +38,13 @@ struct Prediction {
 };
 using PredictionFn = std::function<void(const Prediction&)>;
 
+// Throws kInvalidArgument naming both shapes when the dataset's samples or classes do not fit the model.
+void check_dataset_fits(const nn::Model& model, const data::Dataset& dataset);
+
 // Evaluates `model` on `split` of `dataset` in batches of `batch` (this rank's part only), calls on_prediction
 // (when set) for each of this rank's samples in index order, and reduces the sums over `control` (a host
 // communicator). Every rank returns the same totals.
-EvalResult evaluate(Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
+EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
                     coll::Communicator& control, const PredictionFn& on_prediction = {});
 
 }  // namespace mirror::train

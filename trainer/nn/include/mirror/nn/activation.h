@@ -1,0 +1,22 @@
+// mirror/nn/activation.h — element-wise activations. ReLU: y = max(x, 0), dx = dy · [y > 0].
+#pragma once
+
+#include "mirror/nn/layer.h"
+
+namespace mirror::nn {
+
+class ReLU final : public Layer {
+ public:
+  explicit ReLU(Device device) : device_(device), y_({0}, device), dx_({0}, device) {}
+
+  std::string kind() const override { return "relu"; }
+  Shape output_sample_shape(const Shape& input_sample_shape) const override { return input_sample_shape; }
+  const Tensor& forward(const Tensor& x) override;
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+
+ private:
+  Device device_;
+  Tensor y_, dx_;
+};
+
+}  // namespace mirror::nn

@@ -1,0 +1,102 @@
+// mirror/nn/layer.h — the one interface every layer implements, so that new layers (convolution,
+// pooling, dropout, ...) join a model without touching the rest. A layer declares its parameters' shapes;
+// the model places them in its flat buffers and binds the layer to them; forward caches what backward needs;
+// backward produces the parameter gradients, reports each one as soon as it is final, then the input gradient.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mirror/nn/device.h"
+#include "mirror/nn/tensor.h"
+
+namespace mirror::nn {
+
+// Whether backward overwrites the gradient buffers or adds to them (gradient accumulation).
+enum class GradMode { kOverwrite, kAccumulate };
+
+// A parameter as a layer declares it: local name ("weight") and shape.
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+};
+
+// Where the model put one parameter: value and gradient, both memory of the layer's device.
+struct ParamBinding {
+  float* value = nullptr;
+  float* grad = nullptr;
+};
+
+// Non-gradient state of a layer (BatchNorm's running statistics): declared by the layer, stored by the model
+// in one flat buffer on the layer's device (saved in checkpoints under /buffers), bound like parameters.
+struct BufferSpec {
+  std::string name;           // "running_mean"
+  Shape shape;
+  float initial_value = 0.0f;
+};
+
+// Sums values over all data-parallel replicas in place (SyncBN's batch statistics). The trainer implements it
+// over its communicator; the nn core sees only this interface. `data` is memory of the layer's device.
+class ReplicaReducer {
+ public:
+  virtual ~ReplicaReducer() = default;
+  virtual void sum(float* data, std::size_t count) = 0;
+  virtual int replicas() const = 0;
+};
+
+// What a forward pass may depend on besides its input; the model sets it on every layer before forward.
+struct ForwardContext {
+  std::uint64_t seed = 0;
+  std::int64_t step = 0;                        // optimizer step (dropout masks)
+  std::span<const std::int64_t> sample_ids;     // dataset index of each sample of the batch (host), may be empty
+  ReplicaReducer* reducer = nullptr;            // null: statistics of the local batch only
+};
+
+// Called by Layer::backward with the layer-local index of a parameter whose gradient is final.
+using LayerGradReady = std::function<void(std::size_t local_index)>;
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  // Kind of layer, e.g. "linear", "relu".
+  virtual std::string kind() const = 0;
+  // Shape of one output sample given the shape of one input sample (batch dimension excluded);
+  // throws kInvalidArgument when the input does not fit the layer.
+  virtual Shape output_sample_shape(const Shape& input_sample_shape) const = 0;
+  // Parameters in the order the layer wants them laid out (may be empty).
+  virtual std::vector<ParamSpec> parameter_specs() const { return {}; }
+  // Points the layer at its parameters (one binding per parameter_specs() entry).
+  virtual void bind_parameters(std::span<const ParamBinding> bindings) {}
+  // Fills the host values of parameter `local_index` from `seed` (deterministic on every machine).
+  virtual void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {}
+
+  // Non-gradient state (may be empty), and where the model put it: one pointer per buffer_specs() entry,
+  // memory of the layer's device, initialised to each spec's initial_value.
+  virtual std::vector<BufferSpec> buffer_specs() const { return {}; }
+  virtual void bind_buffers(std::span<float* const> buffers) {}
+  // Set by the model before every forward; valid for the duration of that forward (and its backward).
+  void set_forward_context(const ForwardContext* context) { context_ = context; }
+
+  // Training or evaluation behaviour (matters for dropout and the like).
+  void set_training(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+  // x: [batch, sample shape...] on the layer's device, alive until backward. Returns the output, owned by
+  // the layer and valid until the next forward.
+  virtual const Tensor& forward(const Tensor& x) = 0;
+  // dy: gradient of the output of the last forward. Writes (kOverwrite) or adds (kAccumulate) parameter
+  // gradients, calls grad_ready(local index) once per parameter as soon as its gradient is queued (on CUDA:
+  // queued on the legacy default stream), then returns dx (owned by the layer) or nullptr if !need_dx.
+  virtual const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) = 0;
+
+ protected:
+  bool training_ = true;
+  const ForwardContext* context_ = nullptr;  // null in unit tests: seed 0, step 0, no ids, no reducer
+};
+
+}  // namespace mirror::nn

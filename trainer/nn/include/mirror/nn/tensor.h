@@ -1,0 +1,91 @@
+// mirror/nn/tensor.h — float32 tensors on a device: an RAII byte buffer (host or CUDA memory) that only
+// grows, and Tensor = shape + float data that either owns such a buffer or views memory owned elsewhere
+// (e.g. a parameter inside the model's flat buffer). Copies to and from the host are explicit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mirror/nn/device.h"
+
+namespace mirror::nn {
+
+using Shape = std::vector<std::int64_t>;
+
+// Product of the dimensions (1 for an empty shape); throws kInvalidArgument on a negative dimension.
+std::int64_t shape_numel(const Shape& shape);
+// "[64, 784]".
+std::string to_string(const Shape& shape);
+
+// Raw memory on a device; CPU memory is 64-byte aligned. Move-only; the destructor never throws.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device device, std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  // Makes room for at least `bytes`; reallocates (contents lost) only when the capacity is smaller.
+  void reserve(std::size_t bytes);
+  void* data() const { return data_; }
+  std::size_t capacity() const { return capacity_; }
+  const Device& device() const { return device_; }
+
+ private:
+  void release() noexcept;
+  Device device_;
+  void* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+// Byte copies between host memory and a device's memory (plain memcpy on the CPU). Synchronous.
+void copy_host_to_device(const Device& device, void* dst, const void* src, std::size_t bytes);
+void copy_device_to_host(const Device& device, void* dst, const void* src, std::size_t bytes);
+void copy_device_to_device(const Device& device, void* dst, const void* src, std::size_t bytes);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Owning, uninitialised.
+  Tensor(Shape shape, Device device);
+  // Non-owning view of `data` (memory of `device`), valid while that memory lives.
+  static Tensor view(float* data, Shape shape, Device device);
+
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(Tensor&&) noexcept = default;
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+
+  // Changes the shape of an owning tensor, reallocating only when it needs more room than it ever had
+  // (so a training loop allocates on its first step only). Contents are unspecified afterwards.
+  void resize(const Shape& shape);
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim(std::size_t i) const { return shape_.at(i); }
+  std::int64_t numel() const { return numel_; }
+  const Device& device() const { return device_; }
+  bool is_view() const { return view_; }
+
+  // Host copies; the host side must have exactly numel() elements (else kInvalidArgument).
+  void copy_from_host(std::span<const float> host);
+  void copy_to_host(std::span<float> host) const;
+  std::vector<float> to_host() const;
+
+ private:
+  DeviceBuffer buffer_;
+  float* data_ = nullptr;
+  Shape shape_;
+  std::int64_t numel_ = 0;
+  Device device_;
+  bool view_ = false;
+};
+
+}  // namespace mirror::nn

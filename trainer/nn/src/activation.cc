@@ -1,0 +1,24 @@
+// activation.cc — mirror/nn/activation.h: ReLU forward/backward through ops (no parameters).
+#include "mirror/nn/activation.h"
+
+#include "mirror/error.h"
+#include "mirror/nn/ops.h"
+
+namespace mirror::nn {
+
+const Tensor& ReLU::forward(const Tensor& x) {
+  y_.resize(x.shape());
+  ops::relu_forward(device_, x.data(), y_.data(), x.numel());
+  return y_;
+}
+
+const Tensor* ReLU::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(dy.numel() == y_.numel(), kInvalidArgument,
+               "relu backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
+  if (!need_dx) return nullptr;
+  dx_.resize(y_.shape());
+  ops::relu_backward(device_, y_.data(), dy.data(), dx_.data(), dy.numel());
+  return &dx_;
+}
+
+}  // namespace mirror::nn

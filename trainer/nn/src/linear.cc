@@ -1,0 +1,74 @@
+// linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b with sgemm; backward dW = dyᵀ·x, db = column sums of dy,
+// dx = dy·W, each one sgemm with the right transposes over the row-major buffers (no copies).
+#include "mirror/nn/linear.h"
+
+#include <cmath>
+
+#include "init.h"
+#include "mirror/error.h"
+#include "mirror/nn/ops.h"
+
+namespace mirror::nn {
+
+using ops::Trans;
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device device)
+    : in_(in_features), out_(out_features), device_(device), y_({0}, device), dx_({0}, device) {
+  MIRROR_CHECK(in_ > 0 && out_ > 0, kInvalidArgument,
+               "linear layer needs positive sizes, got in=" << in_ << " out=" << out_);
+}
+
+Shape Linear::output_sample_shape(const Shape& input_sample_shape) const {
+  MIRROR_CHECK(shape_numel(input_sample_shape) == in_, kInvalidArgument,
+               "linear layer with " << in_ << " inputs cannot take samples of shape " << to_string(input_sample_shape));
+  return {out_};
+}
+
+std::vector<ParamSpec> Linear::parameter_specs() const { return {{"weight", {out_, in_}}, {"bias", {out_}}}; }
+
+void Linear::bind_parameters(std::span<const ParamBinding> bindings) {
+  MIRROR_CHECK(bindings.size() == 2, kInternal, "linear layer expects 2 parameter bindings, got " << bindings.size());
+  weight_ = bindings[0];
+  bias_ = bindings[1];
+}
+
+void Linear::init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {
+  if (local_index == 0) {
+    detail::fill_uniform(values, static_cast<float>(std::sqrt(6.0 / static_cast<double>(in_))), seed);
+  } else {
+    for (float& v : values) v = 0.0f;
+  }
+}
+
+const Tensor& Linear::forward(const Tensor& x) {
+  MIRROR_CHECK(weight_.value != nullptr, kInternal, "linear layer used before its parameters were bound");
+  MIRROR_CHECK(x.shape().size() >= 1 && x.dim(0) > 0 && x.numel() == x.dim(0) * in_, kInvalidArgument,
+               "linear layer with " << in_ << " inputs got a batch of shape " << to_string(x.shape()));
+  const std::int64_t batch = x.dim(0);
+  x_ = &x;
+  y_.resize({batch, out_});
+  ops::gemm(device_, Trans::kNo, Trans::kYes, batch, out_, in_, 1.0f, x.data(), in_, weight_.value, in_, 0.0f,
+            y_.data(), out_);
+  ops::add_row_bias(device_, y_.data(), bias_.value, batch, out_);
+  return y_;
+}
+
+const Tensor* Linear::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(x_ != nullptr, kInternal, "linear backward called before forward");
+  const std::int64_t batch = x_->dim(0);
+  MIRROR_CHECK(dy.numel() == batch * out_, kInvalidArgument,
+               "linear backward expects dy of shape [" << batch << ", " << out_ << "], got " << to_string(dy.shape()));
+  const float beta = mode == GradMode::kAccumulate ? 1.0f : 0.0f;
+  ops::column_sums(device_, dy.data(), batch, out_, beta, bias_.grad);
+  if (grad_ready) grad_ready(1);
+  ops::gemm(device_, Trans::kYes, Trans::kNo, out_, in_, batch, 1.0f, dy.data(), out_, x_->data(), in_, beta,
+            weight_.grad, in_);
+  if (grad_ready) grad_ready(0);
+  if (!need_dx) return nullptr;
+  dx_.resize(x_->shape());
+  ops::gemm(device_, Trans::kNo, Trans::kNo, batch, in_, out_, 1.0f, dy.data(), out_, weight_.value, in_, 0.0f,
+            dx_.data(), in_);
+  return &dx_;
+}
+
+}  // namespace mirror::nn

@@ -1,0 +1,161 @@
+// tensor.cc — mirror/nn/tensor.h: device memory (aligned host memory or cudaMalloc), copies, Tensor.
+#include "mirror/nn/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+#include <utility>
+
+#include "backend.h"
+#include "mirror/error.h"
+
+namespace mirror::nn {
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    MIRROR_CHECK(d >= 0, kInvalidArgument, "shape " << to_string(shape) << " has a negative dimension");
+    n *= d;
+  }
+  return n;
+}
+
+std::string to_string(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+DeviceBuffer::DeviceBuffer(Device device, std::size_t bytes) : device_(device) { reserve(bytes); }
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : device_(other.device_), data_(std::exchange(other.data_, nullptr)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = other.device_;
+    data_ = std::exchange(other.data_, nullptr);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::reserve(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  release();
+  if (device_.is_cpu()) {
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+    MIRROR_CHECK(data_ != nullptr, kInvalidArgument, "out of host memory allocating " << bytes << " bytes");
+  } else {
+#if MIRROR_HAVE_CUDA
+    data_ = detail::cuda::allocate(bytes);
+#else
+    detail::require_cpu(device_);
+#endif
+  }
+  capacity_ = bytes;
+}
+
+void DeviceBuffer::release() noexcept {
+  if (!data_) return;
+  if (device_.is_cpu()) {
+    std::free(data_);
+  } else {
+#if MIRROR_HAVE_CUDA
+    detail::cuda::release(data_);
+#endif
+  }
+  data_ = nullptr;
+  capacity_ = 0;
+}
+
+void copy_host_to_device(const Device& device, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if MIRROR_HAVE_CUDA
+  detail::cuda::copy_h2d(dst, src, bytes);
+#else
+  detail::require_cpu(device);
+#endif
+}
+
+void copy_device_to_host(const Device& device, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if MIRROR_HAVE_CUDA
+  detail::cuda::copy_d2h(dst, src, bytes);
+#else
+  detail::require_cpu(device);
+#endif
+}
+
+void copy_device_to_device(const Device& device, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (device.is_cpu()) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+#if MIRROR_HAVE_CUDA
+  detail::cuda::copy_d2d(dst, src, bytes);
+#else
+  detail::require_cpu(device);
+#endif
+}
+
+Tensor::Tensor(Shape shape, Device device) : buffer_(device, 0), device_(device) { resize(shape); }
+
+Tensor Tensor::view(float* data, Shape shape, Device device) {
+  Tensor t;
+  t.numel_ = shape_numel(shape);
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  t.device_ = device;
+  t.view_ = true;
+  return t;
+}
+
+void Tensor::resize(const Shape& shape) {
+  MIRROR_CHECK(!view_, kInvalidArgument, "cannot resize a tensor view (shape " << to_string(shape_) << ")");
+  const std::int64_t n = shape_numel(shape);
+  if (buffer_.device() != device_) buffer_ = DeviceBuffer(device_, 0);
+  buffer_.reserve(static_cast<std::size_t>(n) * sizeof(float));
+  data_ = static_cast<float*>(buffer_.data());
+  shape_ = shape;
+  numel_ = n;
+}
+
+void Tensor::copy_from_host(std::span<const float> host) {
+  MIRROR_CHECK(static_cast<std::int64_t>(host.size()) == numel_, kInvalidArgument,
+               "copy to tensor of shape " << to_string(shape_) << " needs " << numel_ << " values, got "
+                                          << host.size());
+  copy_host_to_device(device_, data_, host.data(), host.size_bytes());
+}
+
+void Tensor::copy_to_host(std::span<float> host) const {
+  MIRROR_CHECK(static_cast<std::int64_t>(host.size()) == numel_, kInvalidArgument,
+               "copy from tensor of shape " << to_string(shape_) << " needs room for " << numel_
+                                            << " values, got " << host.size());
+  copy_device_to_host(device_, host.data(), data_, host.size_bytes());
+}
+
+std::vector<float> Tensor::to_host() const {
+  std::vector<float> out(static_cast<std::size_t>(numel_));
+  copy_to_host(out);
+  return out;
+}
+
+}  // namespace mirror::nn

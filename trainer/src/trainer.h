@@ -1,0 +1,100 @@
+// trainer.h — the data-parallel training run as a class whose parts each do one thing: set up (device,
+// data, model, optimizer, shared buffers, initial state, gradient bucketer), print the banner, run the
+// epochs step by step, end each epoch (sums over the ranks, evaluation, the metrics line) and write
+// checkpoints. train() (mirror/train/training.h) is a thin function over it. Private to trainer/.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mirror/coll/communicator.h"
+#include "mirror/data/dataset.h"
+#include "mirror/data/loader.h"
+#include "mirror/nn/loss.h"
+#include "mirror/nn/model.h"
+#include "mirror/nn/optimizer.h"
+#include "mirror/nn/schedule.h"
+#include "mirror/train/config.h"
+#include "mirror/train/grad_sync.h"
+#include "mirror/train/training.h"
+#include "progress.h"
+#include "replica_reducer.h"
+#include "state_transfer.h"
+
+namespace mirror::train {
+
+class Trainer {
+ public:
+  // Validates the configuration and sets everything up (collective: every rank constructs one).
+  Trainer(const TrainConfig& config, const TrainContext& context);
+  // Trains to the end (or to --max-steps, or to a stop request) and writes the final checkpoint.
+  TrainSummary run();
+
+ private:
+  // Time spent in one epoch's parts, on this rank.
+  struct EpochTimes {
+    std::chrono::steady_clock::time_point start;
+    double data_wait = 0.0, comm_wait = 0.0, optimizer = 0.0, gather = 0.0, train = 0.0;
+    std::int64_t steps = 0;    // optimizer steps in this epoch on this run
+    std::int64_t trained = 0;  // samples this rank trained on in this epoch on this run
+  };
+
+  // Setup, in order.
+  void setup_model();            // device, dataset, model, shared gradient/parameter memory
+  void setup_data_and_optimizer();
+  void restore_state();          // initial parameters from rank 0, or a checkpoint
+  void setup_gradient_sync();
+  void print_banner() const;
+  void prepare_outputs();        // rank 0: metrics and checkpoint directories, stale temporaries
+
+  // Training. An epoch ends complete, or stopped (by --max-steps or a stop request) inside it or after its
+  // last step.
+  enum class EpochEnd { kCompleted, kStoppedInside, kStoppedAtEnd };
+  EpochEnd run_epoch();
+  void train_step(EpochTimes& times);
+  void micro_step(std::int64_t k, EpochTimes& times);
+  bool stop_requested();         // collective: any rank's request stops all
+  void end_epoch(const EpochTimes& times);
+  std::string metrics_line(const EpochTimes& times, double test_loss, double test_acc, bool evaluated);
+  void save_checkpoint();        // collective; rank 0 writes
+  void save_epoch_checkpoint();  // at an epoch's end, stored as the start of the next epoch
+  // --no-sync-bn: the ranks' running statistics averaged (before checkpoints and evaluation).
+  void agree_on_buffers();
+
+  std::int64_t micro_per_epoch() const { return steps_per_epoch_ * accum_; }
+
+  TrainConfig config_;
+  TrainContext ctx_;
+  coll::Communicator& control_;
+  int rank_, world_;
+  std::ostream* out_;
+
+  nn::Device device_;
+  std::optional<data::Dataset> dataset_;
+  std::unique_ptr<nn::Model> model_;
+  bool sharded_ = false;
+  coll::SharedBuffer grad_memory_, param_memory_;
+  std::string shared_memory_failed_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<data::TrainLoader> loader_;
+  std::int64_t accum_ = 1, steps_per_epoch_ = 0, total_steps_ = 0;
+  std::optional<nn::LrSchedule> schedule_;
+  std::unique_ptr<GradientBucketer> bucketer_;
+  std::vector<nn::Optimizer::Range> owned_;
+  std::optional<nn::SoftmaxCrossEntropy> loss_;
+  CommReplicaReducer reducer_;
+  std::unique_ptr<ProgressBar> bar_;
+
+  RunPosition pos_;
+  TrainSummary summary_;
+  bool resumed_ = false;
+  std::int64_t last_checkpoint_step_ = -1;
+  nn::Tensor staging_, dlogits_;
+  data::Batch batch_;
+};
+
+}  // namespace mirror::train
