@@ -88,7 +88,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
   app.add_option("--check-collectives", o.check_collectives,
                  "Check that all ranks issue the same collective before data moves (on or off; off only to "
                  "measure its cost)")
-      ->type_name("on|off");
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on");
   app.add_option("--fake-hosts", o.fake_hosts,
                  "Test seam: treat consecutive blocks of ranks as this many hosts (0: the real hosts)")
       ->capture_default_str()

@@ -158,7 +158,7 @@ void add_options(CLI::App& app, TrainConfig& c) {
   add_host_transport(app, c.host_transport);
   app.add_option("--check-collectives", c.check_collectives,
                  "on: every collective first checks that all ranks issued the same call; off: skip it")
-      ->type_name("on|off")->group("Communication");
+      ->transform(enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on")->group("Communication");
   add_choice(app, "--shard-optimizer", c.shard_optimizer, kToggles,
              "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
              "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "

@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--check-collectives", o.check_collectives,
                    "on: every collective first checks that all ranks issued the same call; off: skip it")
-        ->type_name("on|off");
+        ->transform(cli::enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on");
     app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(cli::number_in(0.1, 86400.0))
         ->capture_default_str();
     try {
