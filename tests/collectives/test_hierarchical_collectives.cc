@@ -6,9 +6,11 @@
 // calls alone cannot see: avg against sum), a skipped collective timing out naming the stage, and the
 // choice: auto picks it for uniform hosts, falls back to mpi saying why otherwise, and refuses it by name
 // when the hosts are uneven. Under mpirun with np 1..4: 2 fake hosts (np 2: one rank each; np 4: two each;
-// np 3: uneven, so refused), also 1 host and one host per rank where they are possible.
+// np 3: uneven, so refused), also 1 host and one host per rank where they are possible. With
+// MIRROR_TEST_REAL_HOSTS=1 the main cases run over the real hosts instead (the cluster tests).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -32,6 +34,17 @@ CommOptions hierarchical(int hosts) {
 }
 
 int world_size() { return MpiRuntime::world_size(); }
+
+// The hosts the main cases run over: 2 fake hosts, or with MIRROR_TEST_REAL_HOSTS=1 in the test's
+// environment the real ones (0: no fake hosts), for the cluster tests that run this binary on namespaced hosts.
+int main_hosts() {
+  static const int h = [] {
+    const char* real = std::getenv("MIRROR_TEST_REAL_HOSTS");
+    return real && std::string(real) == "1" ? 0 : 2;
+  }();
+  return h;
+}
+bool main_hosts_possible() { return main_hosts() == 0 || world_size() % 2 == 0; }
 
 // Hierarchical communicators by fake host count, made once (every rank alike) and kept to the end.
 std::map<int, std::unique_ptr<Communicator>>& comms() {
@@ -61,9 +74,13 @@ std::vector<int> uniform_host_counts() {
 }
 
 TEST(HierarchicalMatrix, EveryOpTypeCountAndPlacement) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
-  Communicator& c = comm(2);
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  Communicator& c = comm(main_hosts());
   EXPECT_STREQ(c.backend().name, "hierarchical");
+  std::vector<std::string> reported, declared(c.backend().statistics.begin(), c.backend().statistics.end());
+  for (const Statistic& s : c.statistics()) reported.push_back(s.name);
+  EXPECT_EQ(reported, declared);
+  EXPECT_TRUE(c.selection_note().empty()) << c.selection_note();  // asked for by name
   for (DataType t : all_dtypes()) {
     for (std::size_t count : small_counts()) {
       for (bool in_place : {false, true}) {
@@ -81,7 +98,7 @@ TEST(HierarchicalMatrix, EveryOpTypeCountAndPlacement) {
 // The large paths: reduce-scatter / allreduce / all-gather in the allreduce (with a tail of n % L), the
 // split broadcast (from a root on each host), and big reordered allgather / reduce_scatter blocks.
 TEST(HierarchicalMatrix, LargeCounts) {
-  for (int hosts : uniform_host_counts()) {
+  for (int hosts : main_hosts() == 0 ? std::vector<int>{0} : uniform_host_counts()) {
     Communicator& c = comm(hosts);
     SCOPED_TRACE("fake hosts: " + std::to_string(hosts));
     EXPECT_TRUE(check_allreduce(c, false, DataType::kFloat32, ReduceOp::kSum, kLargeCount, false));
@@ -103,6 +120,7 @@ TEST(HierarchicalMatrix, LargeCounts) {
 
 // The degenerate shapes (one host: no network stage; one rank per host: no shared-memory work).
 TEST(HierarchicalMatrix, OneHostAndOneRankPerHost) {
+  if (main_hosts() == 0) GTEST_SKIP() << "fake-host shapes (real hosts in use)";
   for (int hosts : uniform_host_counts()) {
     if (hosts == 2) continue;
     Communicator& c = comm(hosts);
@@ -121,8 +139,8 @@ TEST(HierarchicalMatrix, OneHostAndOneRankPerHost) {
 }
 
 TEST(HierarchicalSemantics, IntegerAverageTruncatesTowardZero) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
-  Communicator& c = comm(2);
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  Communicator& c = comm(main_hosts());
   const int n = c.size(), r = c.rank();
   const std::int64_t sum = static_cast<std::int64_t>(n) * (n + 1) / 2;
   std::int32_t neg = -(r + 1), pos = r + 1;
@@ -133,8 +151,8 @@ TEST(HierarchicalSemantics, IntegerAverageTruncatesTowardZero) {
 }
 
 TEST(HierarchicalAsync, OutstandingOpsWaitedOutOfOrder) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
-  Communicator& c = comm(2);
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  Communicator& c = comm(main_hosts());
   const int n = c.size(), r = c.rank();
   const std::size_t big = 300001;  // the reduce-scatter path, with a tail
   std::vector<float> a(big, static_cast<float>(r + 1));
@@ -170,7 +188,7 @@ TEST(HierarchicalAsync, OutstandingOpsWaitedOutOfOrder) {
 // is `odd`. A 15 s timeout is far above the run time, so an undetected mismatch shows as a timeout.
 void expect_mismatch(int odd_rank, const std::function<void(Communicator&, bool)>& call,
                      const std::vector<std::string>& fragments) {
-  CommOptions o = hierarchical(2);
+  CommOptions o = hierarchical(main_hosts());
   o.timeout = std::chrono::seconds(15);
   auto c = make_communicator(o);
   c->barrier();
@@ -187,7 +205,7 @@ void expect_mismatch(int odd_rank, const std::function<void(Communicator&, bool)
 }
 
 TEST(HierarchicalConsistency, MismatchAcrossHostsAndInsideOne) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
   const int last = world_size() - 1;
   std::vector<float> v(1000, 1.0f);
   // The last rank (on host 1) asks for 999 elements.
@@ -204,8 +222,8 @@ TEST(HierarchicalConsistency, MismatchAcrossHostsAndInsideOne) {
 }
 
 TEST(HierarchicalConsistency, MatchingCallsStillExactWithTheCheckOff) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
-  CommOptions o = hierarchical(2);
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  CommOptions o = hierarchical(main_hosts());
   o.check_consistency = false;
   auto c = make_communicator(o);
   for (DataType t : all_dtypes()) {
@@ -219,8 +237,8 @@ TEST(HierarchicalConsistency, MatchingCallsStillExactWithTheCheckOff) {
 // Rank 0 (host 0) skips #1: every other rank gets kTimeout naming the collective and the stage it was in;
 // later calls are refused.
 TEST(HierarchicalTimeout, SkippedCollectiveTimesOutNamingTheStage) {
-  if (world_size() % 2 != 0) GTEST_SKIP() << "2 fake hosts need an even rank count";
-  CommOptions o = hierarchical(2);
+  if (!main_hosts_possible()) GTEST_SKIP() << "2 fake hosts need an even rank count";
+  CommOptions o = hierarchical(main_hosts());
   o.timeout = std::chrono::milliseconds(2000);
   auto c = make_communicator(o);
   float v[4] = {1, 1, 1, 1};
@@ -245,6 +263,7 @@ TEST(HierarchicalTimeout, SkippedCollectiveTimesOutNamingTheStage) {
 }
 
 TEST(HierarchicalSelection, AutoForcedAndRefused) {
+  if (main_hosts() == 0) GTEST_SKIP() << "fake-host selection cases (real hosts in use)";
   const int n = world_size();
   if (n == 1) {  // more fake hosts than ranks
     EXPECT_THROW(make_communicator(hierarchical(2)), Error);

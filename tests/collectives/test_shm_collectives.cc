@@ -175,6 +175,12 @@ TEST(ShmSelection, ForcedAndAutomaticTransports) {
   EXPECT_STREQ(transport_name(*c), "shm");
   EXPECT_EQ(c->backend().buffers, Buffers::kHost);
   EXPECT_TRUE(c->selection_note().empty()) << c->selection_note();
+  // The row's statistics column names exactly what statistics() reports, in order.
+  for (Communicator* x : {c.get(), &comm(std::string("mpi"))}) {
+    std::vector<std::string> reported, declared(x->backend().statistics.begin(), x->backend().statistics.end());
+    for (const Statistic& s : x->statistics()) reported.push_back(s.name);
+    EXPECT_EQ(reported, declared) << x->backend().name;
+  }
   EXPECT_STREQ(parse_backend("host", "mpi")->name, "mpi");
   EXPECT_STREQ(parse_backend("host", "hierarchical")->name, "hierarchical");
   EXPECT_EQ(parse_backend("host", "auto"), nullptr);
