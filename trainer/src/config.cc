@@ -15,7 +15,6 @@ namespace {
 
 using cli::enum_choice;
 using Sharding = data::Sharding;
-using HostTransport = coll::HostTransport;
 
 // The name tables of every enum flag: the parser, --help, to_json and to_string all read these.
 const std::vector<std::pair<std::string, Sharding>> kShardings{{"index", Sharding::kIndex}, {"files", Sharding::kFiles}};
@@ -28,8 +27,6 @@ const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{
 const std::vector<std::pair<std::string, LrScaling>> kScalings{{"none", LrScaling::kNone}, {"linear", LrScaling::kLinear}};
 const std::vector<std::pair<std::string, BackendChoice>> kBackends{
     {"auto", BackendChoice::kAuto}, {"host", BackendChoice::kHost}, {"nccl", BackendChoice::kNccl}};
-const std::vector<std::pair<std::string, HostTransport>> kTransports{
-    {"auto", HostTransport::kAuto}, {"shm", HostTransport::kShm}, {"mpi", HostTransport::kMpi}};
 const std::vector<std::pair<std::string, Toggle>> kToggles{{"auto", Toggle::kAuto}, {"on", Toggle::kOn}, {"off", Toggle::kOff}};
 
 // An enum flag: parsed by its table, its default shown by name.
@@ -37,6 +34,27 @@ template <typename E>
 CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& value,
                         const std::vector<std::pair<std::string, E>>& table, const std::string& help) {
   return app.add_option(flag, value, help)->transform(enum_choice(table))->default_str(cli::enum_name(table, value));
+}
+
+// --host-transport: "auto" or a host row of the collectives' backend table, parsed by it into its row.
+void add_host_transport(CLI::App& app, const coll::BackendInfo*& value) {
+  std::vector<std::string> names{"auto"};
+  for (const coll::BackendInfo* b : coll::backends())
+    if (b->buffers == coll::Buffers::kHost) names.emplace_back(b->name);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  app.add_option_function<std::string>(
+         "--host-transport", [&value](const std::string& name) { value = coll::parse_backend("host", name); },
+         "host backend: auto (shm when every rank is on one host, hierarchical across hosts with as many ranks "
+         "each, else mpi) or one by name")
+      ->check(CLI::Validator(
+          [names, all](std::string& s) -> std::string {
+            for (const auto& n : names)
+              if (n == s) return "";
+            return "must be one of " + all + cli::detail::got(s);
+          },
+          "{" + all + "}", "host_transport"))
+      ->default_str("auto")->group("Communication");
 }
 
 // --checkpoint-every: "epoch" (stored as 0) or a positive number of steps.
@@ -173,9 +191,10 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->group("Communication");
   add_choice(app, "--backend", c.backend, kBackends, "auto (nccl on CUDA, host on CPU), host or nccl")
       ->group("Communication");
-  add_choice(app, "--host-transport", c.host_transport, kTransports,
-             "host backend: auto (shared memory when every rank is on this node), shm or mpi")
-      ->group("Communication");
+  add_host_transport(app, c.host_transport);
+  app.add_option("--check-collectives", c.check_collectives,
+                 "on: every collective first checks that all ranks issued the same call; off: skip it")
+      ->transform(enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on")->group("Communication");
   add_choice(app, "--shard-optimizer", c.shard_optimizer, kToggles,
              "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
              "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
@@ -289,7 +308,8 @@ std::string to_json(const TrainConfig& c) {
   j["bucket_mb"] = c.bucket_mb;
   j["overlap"] = c.overlap;
   j["backend"] = cli::enum_name(kBackends, c.backend);
-  j["host_transport"] = cli::enum_name(kTransports, c.host_transport);
+  j["host_transport"] = c.host_transport ? c.host_transport->name : "auto";
+  j["check_collectives"] = c.check_collectives;
   j["shard_optimizer"] = cli::enum_name(kToggles, c.shard_optimizer);
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;

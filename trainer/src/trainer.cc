@@ -121,7 +121,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
 
 void Trainer::setup_model() {
   device_ = nn::resolve_device(config_.device, ctx_.local_rank, config_.blas_threads);
-  MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend() == coll::Backend::kHost), kInvalidArgument,
+  MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
   const data::DatasetInfo& info = dataset_->info();
@@ -209,7 +209,7 @@ void Trainer::print_banner() const {
   std::ostream& o = *out_;
   o << "mirror trainer: " << world_ << " rank" << (world_ > 1 ? "s" : "") << " on " << to_string(device_)
     << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "")
-    << ", gradients over " << coll::to_string(ctx_.gradients->backend()) << " ("
+    << ", gradients over " << coll::to_string(ctx_.gradients->backend().buffers) << " ("
     << coll::transport_name(*ctx_.gradients) << (grad_memory_.data() ? ", in a shared buffer" : "") << ")"
     << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
   if (!shared_memory_failed_.empty())

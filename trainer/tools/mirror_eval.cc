@@ -29,6 +29,7 @@ struct EvalOptions {
   std::int64_t batch_size = 256;
   int blas_threads = 1;
   double timeout_s = 300;
+  bool check_collectives = true;
 };
 
 // A directory means its newest checkpoint that verifies.
@@ -60,6 +61,7 @@ std::vector<float> checked_values(const std::string& path, const char* what, con
 int run(const EvalOptions& o, int rank) {
   coll::CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  comm_options.check_consistency = o.check_collectives;
   auto control = coll::make_communicator(comm_options);
 
   // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on.
@@ -156,6 +158,9 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(cli::integer_in(1, 256))
         ->capture_default_str();
+    app.add_option("--check-collectives", o.check_collectives,
+                   "on: every collective first checks that all ranks issued the same call; off: skip it")
+        ->transform(cli::enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on");
     app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(cli::number_in(0.1, 86400.0))
         ->capture_default_str();
     try {
