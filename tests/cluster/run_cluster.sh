@@ -187,6 +187,14 @@ cleanup_case() {
   cluster_up cz 1
   expect_refusal "exists already" "$CLUSTER_SH" up 1 --prefix "$PREFIX"
   expect_refusal "expected up or down" "$CLUSTER_SH" link "$PREFIX-h0" sideways
+  "$CLUSTER_SH" rate "$PREFIX-h0" 1gbit
+  tc qdisc show dev "$PREFIX-v0" | grep -q "tbf.*rate 1Gbit" || fail "rate: no 1 Gbit/s token bucket on $PREFIX-v0"
+  "$CLUSTER_SH" exec "$PREFIX-h0" -- tc qdisc show dev eth0 | grep -q "tbf.*rate 1Gbit" \
+    || fail "rate: no 1 Gbit/s token bucket on $PREFIX-h0's eth0"
+  expect_refusal "expected off or a rate like 1gbit" "$CLUSTER_SH" rate "$PREFIX-h0" fast
+  tc qdisc show dev "$PREFIX-v0" | grep -q "tbf" || fail "rate: a refused value removed the limit"
+  "$CLUSTER_SH" rate "$PREFIX-h0" off
+  ! tc qdisc show dev "$PREFIX-v0" | grep -q "tbf" || fail "rate off: the token bucket is still there"
   cluster_down_and_check
   "$CLUSTER_SH" down --prefix "$(test_prefix cz)" >/dev/null 2>&1 || fail "a second down is not a no-op"
 
