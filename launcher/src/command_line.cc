@@ -82,7 +82,7 @@ std::vector<std::string> build_mpirun_command(const std::string& mpirun, const L
     }
   }
   if (facts.is_root) argv.push_back("--allow-run-as-root");
-  argv.push_back("--tag-output");
+  if (options.tag_output) argv.push_back("--tag-output");
   for (const auto& k : kKeepalive) {
     if (!facts.env.count(std::string("OMPI_MCA_") + k.param)) argv.insert(argv.end(), {"--mca", k.param, k.value});
   }

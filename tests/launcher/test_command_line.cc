@@ -156,6 +156,13 @@ TEST(BuildCommand, MpiArgsGoJustBeforeTheProgram) {
   EXPECT_EQ(argv.back(), "a b");
 }
 
+TEST(BuildCommand, NoTagOutputDropsTheTagging) {
+  LaunchOptions o = options(2);
+  o.tag_output = false;
+  const HostFacts f = facts(8, false, 0);
+  EXPECT_FALSE(has(build_mpirun_command("mpirun", o, plan_ranks(o, f, {}), f), "--tag-output"));
+}
+
 TEST(BuildCommand, KeepaliveForTheRunTimeUnlessTheUserSetsIt) {
   const LaunchOptions o = options(2);
   HostFacts f = facts(8, false, 0);
