@@ -12,6 +12,7 @@
 #include "mirror/error.h"
 #include "mirror/nn/dropout.h"
 #include "mirror/nn/flatten.h"
+#include "mirror/nn/layer_registry.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model_build.h"
 #include "reference.h"
@@ -212,9 +213,11 @@ TEST(ModelFiles, ErrorsNameTheLayerAndTheShape) {
   const std::string type = error_of([] { ModelDescription::parse(R"({"layers": [{"type": "lstm"}]})", "m.json"); });
   EXPECT_NE(type.find("m.json: layers[0]: unknown layer type \"lstm\""), std::string::npos) << type;
 
-  const std::string later = error_of([] { build_model("keras-cnn", {28, 28}, 10, Device{}); });
-  EXPECT_NE(later.find("layer 'conv1' (conv2d)"), std::string::npos) << later;
-  EXPECT_NE(later.find("does not have it yet"), std::string::npos) << later;
+  if (find_layer_type("conv2d")->factory == nullptr) {  // a type of the vocabulary not in this build yet
+    const std::string later = error_of([] { build_model("keras-cnn", {28, 28}, 10, Device{}); });
+    EXPECT_NE(later.find("layer 'conv1' (conv2d)"), std::string::npos) << later;
+    EXPECT_NE(later.find("does not have it yet"), std::string::npos) << later;
+  }
 
   const std::string ends = error_of([] {
     build_model(ModelDescription::parse(R"({"layers": [{"type": "linear", "out_features": 7}]})", "m.json"), {5}, 3,
