@@ -76,7 +76,7 @@ std::vector<float> reference(int64_t i, int64_t dy, int64_t dx, bool flip) {
 using Samples = std::map<int64_t, std::vector<float>>;
 
 Samples run_epoch(const Dataset& ds, int world, int rank, int64_t batch, int prefetch, int64_t epoch, int64_t first_step = 0,
-                  AugmentOptions aug = {kP, true}) {
+                  AugmentOptions aug = {kP, true}, Sharding sharding = Sharding::kIndex) {
   SamplerOptions s;
   s.seed = 11;
   s.world_size = world;
@@ -85,6 +85,7 @@ Samples run_epoch(const Dataset& ds, int world, int rank, int64_t batch, int pre
   LoaderOptions o;
   o.prefetch_depth = prefetch;
   o.augment = aug;
+  o.sharding = sharding;
   TrainLoader loader(ds, s, o);
   loader.start_epoch(epoch, first_step);
   Samples out;
@@ -106,7 +107,9 @@ class Augment : public testing::Test {
 TEST_F(Augment, EachSampleIsOneCropAndFlipOfItsImage) {
   std::set<std::tuple<int64_t, int64_t, bool>> seen;
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
-    const Samples got = run_epoch(ds_, 1, 0, 8, 2, epoch);
+    // Files sharding in the last epoch: its batches carry global indices too.
+    const Sharding sharding = epoch == 2 ? Sharding::kFiles : Sharding::kIndex;
+    const Samples got = run_epoch(ds_, 1, 0, 8, 2, epoch, 0, {kP, true}, sharding);
     ASSERT_EQ(got.size(), static_cast<std::size_t>(kN));
     for (const auto& [i, sample] : got) {
       int matches = 0;

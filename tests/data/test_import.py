@@ -297,6 +297,15 @@ def main():
     png(p("alpha/a/2.png"), half, "RGBA")
     bad([p("alpha"), "--test-fraction", "0.5"], ["2.png", "partly transparent"])
 
+    # Options that do not fit the kind of input.
+    bad([p("gray"), "--x", "a", "--y", "b"], ["do not apply to an image folder"])
+    bad([p("gray"), "--layout", "nhwc"], ["--layout does not apply to an image folder"])
+    bad([p("u.npz"), "--test", p("src.h5")], ["not of the same kind"])
+    bad([p("src.h5"), "--test-fraction", "0.2"], ["needs the dataset names", "--x"])
+    bad([p("x.npy"), "--test-fraction", "0.2"], ["needs the labels too", "--y"])
+    bad([p("notes.txt")], ["cannot tell what", "notes.txt"])
+    bad([p("k.npz"), "--test-fraction", "0.2"], ["has its own test set"])
+
     # A failed import leaves an existing output of the same name untouched.
     before = open(p("h.h5"), "rb").read()
     run(["import", "--x", p("nan.npy"), "--y", p("y.npy"), "--test-fraction", "0.2", "--out", p("h.h5")], ok=False)
