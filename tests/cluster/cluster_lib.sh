@@ -46,6 +46,7 @@ start_watchdog() {
     kill -TERM "$main" 2>/dev/null
     for p in $(descendants "$main"); do [ "$p" = "$BASHPID" ] || kill -KILL "$p" 2>/dev/null; done
   ) </dev/null >&2 &
+  disown $!  # (killed by cluster_cleanup on a normal end; no "Killed" job report then)
 }
 start_watchdog "${CLUSTER_TEST_BUDGET:-600}"
 
