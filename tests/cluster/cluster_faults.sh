@@ -102,9 +102,13 @@ host_kill_case() {
   grep -v "epoch " <<<"$out" | grep -v "^\*\|^  [a-z]\|^$" | cut -c1-300 | head -30
   [ "$RC" -ne 0 ] || fail "host-kill: exit 0"
   [ $((T_END - t0)) -le 10000 ] || fail "host-kill: the job ended $((T_END - t0)) ms after the kill (10 s allowed)"
-  grep -q "${HOSTS[1]}" <<<"$out" || fail "host-kill: the lost host ${HOSTS[1]} is not named"
+  # Open MPI names the lost host by name ("Remote daemon ... on node H", "Peer host: H") or, when a rank's
+  # connection fails first, by its address ("connect() to 10.213.K.11:PORT failed").
+  local addr
+  addr="$("$CLUSTER_SH" exec "${HOSTS[1]}" -- ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)"
+  grep -qE "${HOSTS[1]}|${addr//./\\.}[^0-9]" <<<"$out" || fail "host-kill: the lost host ${HOSTS[1]} ($addr) is not named"
   no_process_on_hosts
-  echo "FIGURE host-kill: every process of ${HOSTS[1]} killed; mirrorrun exited $((T_END - t0)) ms later with $RC; named: $(grep -m1 "${HOSTS[1]}" <<<"$out" | sed 's/^ *//')"
+  echo "FIGURE host-kill: every process of ${HOSTS[1]} killed; mirrorrun exited $((T_END - t0)) ms later with $RC; named: $(grep -m1 -E "${HOSTS[1]}|$addr" <<<"$out" | sed 's/^ *//')"
 }
 
 link_flap_case() {

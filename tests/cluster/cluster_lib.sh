@@ -35,6 +35,21 @@ cluster_cleanup() {
 trap cluster_cleanup EXIT
 trap 'exit 143' TERM INT
 
+# The watchdog: CLUSTER_TEST_BUDGET s after the start (CTest sets it below the test's TIMEOUT), it kills this
+# test's jobs and sends it SIGTERM, so the EXIT trap still removes the cluster; CTest's own timeout would kill
+# the script outright and leave the namespaces behind.
+start_watchdog() {
+  local budget="$1" main=$$
+  (
+    sleep "$budget"
+    echo "FAIL: the test ran past its budget of $budget s; stopping it" >&2
+    kill -TERM "$main" 2>/dev/null
+    for p in $(descendants "$main"); do [ "$p" = "$BASHPID" ] || kill -KILL "$p" 2>/dev/null; done
+  ) </dev/null >&2 &
+  disown $!  # (killed by cluster_cleanup on a normal end; no "Killed" job report then)
+}
+start_watchdog "${CLUSTER_TEST_BUDGET:-600}"
+
 # test_prefix ID — a cluster name unique to this test (ID) and this build folder (PWD hash), so that two builds
 # or two tests never share namespaces; a leftover of an earlier, killed run of the same test is removed first.
 test_prefix() {

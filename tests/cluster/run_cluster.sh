@@ -132,7 +132,10 @@ collectives_case() {
     local t0; t0=$(now_ms)
     # shellcheck disable=SC2086
     out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS "$t" 2>&1)" || rc=$?
-    [ "$rc" -eq 0 ] || fail "$name on 2 hosts x 2 ranks: exit $rc: $(grep -E 'FAILED|Failure|error' <<<"$out" | head -20)"
+    if [ "$rc" -ne 0 ]; then
+      grep -E -A6 'Failure|FAILED|error' <<<"$out" | head -80
+      fail "$name on 2 hosts x 2 ranks: exit $rc after $(( $(now_ms) - t0 )) ms (its failures above)"
+    fi
     grep -q "^\[  PASSED  \]" <<<"$out" || fail "$name: no PASSED line: $out"
     echo "$name: $(grep "^\[  PASSED  \]" <<<"$out" | head -1) ($(( $(now_ms) - t0 )) ms, 2 hosts x 2 ranks)"
     no_process_on_hosts
