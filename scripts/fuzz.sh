@@ -3,7 +3,7 @@
 # for a bounded time on seed corpora made from real files: a small synthetic dataset and a tiny uint8
 # dataset converted from IDX files, small IDX files (plain and gzipped), and checkpoints from a short trainer
 # run (SGD and AdamW).
-# Usage: scripts/fuzz.sh [fuzzer...]     (default: fuzz_dataset fuzz_idx fuzz_checkpoint)
+# Usage: scripts/fuzz.sh [fuzzer...]     (default: fuzz_dataset fuzz_idx fuzz_checkpoint fuzz_import)
 #   FUZZ_SECONDS (default 60) per fuzzer; BUILD_DIR (default build-fuzz); JOBS (default 2) for the build.
 # The corpus grows in BUILD_DIR/corpus/<fuzzer>; crashing inputs are kept in BUILD_DIR/crashes/<fuzzer>/.
 # Exits non-zero when a fuzzer finds a crash (or the build fails).
@@ -14,7 +14,7 @@ build_dir="${BUILD_DIR:-build-fuzz}"
 seconds="${FUZZ_SECONDS:-60}"
 jobs="${JOBS:-2}"
 fuzzers=("$@")
-[ ${#fuzzers[@]} -eq 0 ] && fuzzers=(fuzz_dataset fuzz_idx fuzz_checkpoint)
+[ ${#fuzzers[@]} -eq 0 ] && fuzzers=(fuzz_dataset fuzz_idx fuzz_checkpoint fuzz_import)
 
 # clang and its runtime libraries (libFuzzer, ASan, UBSan) are needed here only.
 scripts/install-deps.sh clang libclang-rt-dev
@@ -76,6 +76,29 @@ PY
   touch "$seeds/.done"
 fi
 
+# Seeds of fuzz_import: small .npy files (dtypes, byte orders, shapes, header versions) and .npz archives
+# (stored and deflated), written by Debian's numpy (/usr/bin/python3).
+if [ ! -d "$seeds/import" ]; then
+  mkdir -p "$seeds/import"
+  /usr/bin/python3 - "$seeds/import" <<'PY'
+import io, os, sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(1)
+arrays = {"i64": np.arange(12) % 3, "u8": np.arange(10, dtype=np.uint8) % 4, "be_i2": (np.arange(8) % 2).astype(">i2"),
+          "f4_2d": rng.standard_normal((6, 5)).astype(np.float32), "f8_3d": rng.standard_normal((4, 3, 2)),
+          "f2": rng.standard_normal((5, 2)).astype(np.float16), "bool": np.arange(6) % 2 == 0}
+for name, a in arrays.items():
+    np.save(os.path.join(d, name + ".npy"), a)
+buf = io.BytesIO()
+np.lib.format.write_array(buf, np.arange(9) % 3, version=(2, 0))
+open(os.path.join(d, "v2.npy"), "wb").write(buf.getvalue())
+np.savez(os.path.join(d, "stored.npz"), x=arrays["f4_2d"], y=np.arange(6) % 2)
+np.savez_compressed(os.path.join(d, "deflated.npz"), x_train=arrays["f8_3d"], y_train=np.arange(4) % 2,
+                    x_test=arrays["f8_3d"][:2], y_test=np.arange(2))
+PY
+fi
+
 # ---- fuzzing ------------------------------------------------------------------------------------
 # Fork mode with -ignore_crashes: a crash inside HDF5 itself (which Mirror cannot prevent, see
 # docs/robustness.md) must not end the run before Mirror's code got its time. Every crashing input is kept
@@ -87,6 +110,7 @@ for fz in "${fuzzers[@]}"; do
     fuzz_dataset) seed="$seeds/dataset"; max_len=65536 ;;
     fuzz_idx) seed="$seeds/idx"; max_len=32768 ;;
     fuzz_checkpoint) seed="$seeds/checkpoint"; max_len=65536 ;;
+    fuzz_import) seed="$seeds/import"; max_len=16384 ;;
     *) echo "fuzz.sh: unknown fuzzer '$fz'" >&2; exit 2 ;;
   esac
   corpus="$b/corpus/$fz"

@@ -12,7 +12,12 @@ packages=(
   libgtest-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
+  libzip-dev libstb-dev
+  libprotobuf-dev protobuf-compiler libboost-dev   # TensorBoard event files (protobuf, Boost.CRC)
+  python3-venv                                     # scripts/python-env.sh (tensorboard for the reader test)
   python3-matplotlib
+  python3-numpy python3-h5py python3-pil
+  iproute2                 # ip: the namespaced test hosts of scripts/cluster.sh (tests labelled cluster)
   "$@"
 )
 

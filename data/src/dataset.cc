@@ -24,6 +24,7 @@ struct ShardHeader {
   int64_t format_version = 0, num_classes = 0, shard_index = 0, shard_count = 1;
   std::vector<int64_t> sample_shape;
   Scaling scaling;
+  std::vector<std::string> class_names;
 };
 
 std::string shape_str(const std::vector<int64_t>& v) {
@@ -76,6 +77,12 @@ ShardHeader read_header(hid_t root, const std::string& file) {
   h.scaling.std = h5::read_double_attr(root, "x_std", where).value_or(1.0);
   MIRROR_CHECK(h.scaling.std > 0, kFormat, "file '" << file << "': attribute x_std is " << h.scaling.std
                                                     << "; expected a positive number");
+  if (auto names = h5::read_string_attr(root, "class_names", where)) {
+    MIRROR_CHECK(static_cast<int64_t>(names->size()) == h.num_classes, kFormat,
+                 "file '" << file << "': attribute class_names has " << names->size() << " names for num_classes "
+                          << h.num_classes << "; expected one name per class");
+    h.class_names = *names;
+  }
   return h;
 }
 
@@ -89,17 +96,20 @@ DType check_x_type(hid_t dset, const std::string& file, const std::string& name)
                                  << size << " bytes); expected uint8 or float32");
 }
 
+// Labels may be stored as any integer type (h5py writes numpy's default int64); every value is range-checked
+// on open, so the reader's conversion to int32 is exact.
 void check_y_type(hid_t dset, const std::string& file, const std::string& name) {
   h5::Id t = h5::dataset_type(dset);
-  MIRROR_CHECK(H5Tget_class(t.get()) == H5T_INTEGER && H5Tget_size(t.get()) == 4 && H5Tget_sign(t.get()) == H5T_SGN_2,
-               kFormat, "file '" << file << "' dataset '" << name << "' has the wrong dtype; expected int32 class ids");
+  MIRROR_CHECK(H5Tget_class(t.get()) == H5T_INTEGER && H5Tget_size(t.get()) <= 8, kFormat,
+               "file '" << file << "' dataset '" << name << "' has the wrong dtype; expected integer class ids "
+                        << "(int32 as mirror-data writes them; int8..int64 and uint8..uint64 are accepted)");
 }
 
 // Reads y in blocks, checks every label is in [0, num_classes) and adds it to the histogram.
 void check_labels(hid_t dset, int64_t n, int64_t num_classes, const std::string& file, const std::string& name,
                   std::vector<int64_t>& counts) {
   constexpr int64_t kBlock = 1 << 16;
-  std::vector<int32_t> buf;
+  std::vector<int64_t> buf;  // int64: a wider stored label cannot be clipped into range by the conversion
   h5::Id fspace = h5::dataset_space(dset);
   for (int64_t first = 0; first < n; first += kBlock) {
     const hsize_t start = static_cast<hsize_t>(first);
@@ -107,10 +117,10 @@ void check_labels(hid_t dset, int64_t n, int64_t num_classes, const std::string&
     buf.resize(count);
     MIRROR_CHECK_HDF5(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "selecting y");
     h5::Id mspace(H5Screate_simple(1, &count, nullptr), H5Sclose);
-    MIRROR_CHECK_HDF5(H5Dread(dset, H5T_NATIVE_INT32, mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()),
+    MIRROR_CHECK_HDF5(H5Dread(dset, H5T_NATIVE_INT64, mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()),
                       "reading '" << name << "' of '" << file << "'");
     for (hsize_t i = 0; i < count; ++i) {
-      const int32_t label = buf[i];
+      const int64_t label = buf[i];
       MIRROR_CHECK(label >= 0 && label < num_classes, kFormat,
                    "file '" << file << "' dataset '" << name << "': label " << label << " at index " << (first + i)
                             << " is out of range; expected 0 <= label < " << num_classes << " (num_classes)");
@@ -194,6 +204,8 @@ Dataset Dataset::open(const std::string& path) {
       MIRROR_CHECK(h.scaling.scale == first.scaling.scale && h.scaling.mean == first.scaling.mean &&
                        h.scaling.std == first.scaling.std,
                    kFormat, "shard files disagree: '" << f0 << "' and '" << file << "' have different x_scale/x_mean/x_std");
+      MIRROR_CHECK(h.class_names == first.class_names, kFormat,
+                   "shard files disagree: '" << f0 << "' and '" << file << "' have different class_names");
     }
     for (SplitInfo* split : {&ds.train_, &ds.test_}) {
       DType dtype;
@@ -220,6 +232,7 @@ Dataset Dataset::open(const std::string& path) {
   for (int64_t d : first.sample_shape) info.features *= d;
   info.x_dtype = first_dtype;
   info.scaling = first.scaling;
+  info.class_names = first.class_names;
   info.train_size = ds.train_.size;
   info.test_size = ds.test_.size;
   return ds;

@@ -2,6 +2,7 @@
 #include "h5.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 namespace mirror::data::h5 {
@@ -22,7 +23,7 @@ Id open_file_readonly(const std::string& path) {
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
   MIRROR_CHECK(is_h5 > 0, kFormat, "file '" << path << "' is not an HDF5 file; expected a dataset written by mirror-data");
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  MIRROR_CHECK(f >= 0, kIo, "cannot open HDF5 file '" << path << "' for reading");
+  MIRROR_CHECK(f >= 0, kIo, "cannot open HDF5 file '" << path << "' for reading (truncated or corrupt?)");
   return Id(f, H5Fclose);
 }
 
@@ -196,12 +197,56 @@ std::optional<double> read_double_attr(hid_t obj, const std::string& name, const
   return v;
 }
 
+std::optional<std::vector<std::string>> read_string_attr(hid_t obj, const std::string& name, const std::string& where) {
+  auto a = open_attr(obj, name);
+  if (!a) return std::nullopt;
+  MIRROR_CHECK(a->cls == H5T_STRING && a->count >= 1, kFormat,
+               where << ": attribute '" << name << "' has the wrong type; expected strings");
+  Id ftype(H5Aget_type(a->attr.get()), H5Tclose);
+  const auto n = static_cast<std::size_t>(a->count);
+  std::vector<std::string> out;
+  if (H5Tis_variable_str(ftype.get()) > 0) {
+    Id mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+    MIRROR_CHECK_HDF5(H5Tset_size(mtype.get(), H5T_VARIABLE), "making a string type");
+    MIRROR_CHECK_HDF5(H5Tset_cset(mtype.get(), H5Tget_cset(ftype.get())), "making a string type");
+    std::vector<char*> ptrs(n, nullptr);
+    MIRROR_CHECK_HDF5(H5Aread(a->attr.get(), mtype.get(), ptrs.data()), "reading attribute '" << name << "' of " << where);
+    for (char* p : ptrs) out.emplace_back(p ? p : "");
+    Id space(H5Aget_space(a->attr.get()), H5Sclose);
+    H5Dvlen_reclaim(mtype.get(), space.get(), H5P_DEFAULT, ptrs.data());
+  } else {
+    const std::size_t len = H5Tget_size(ftype.get());
+    MIRROR_CHECK(len >= 1 && len <= 4096, kFormat, where << ": attribute '" << name << "' has strings of " << len
+                                                         << " bytes; expected 1..4096");
+    std::vector<char> buf(n * len);
+    MIRROR_CHECK_HDF5(H5Aread(a->attr.get(), ftype.get(), buf.data()), "reading attribute '" << name << "' of " << where);
+    for (std::size_t i = 0; i < n; ++i) {
+      const char* p = buf.data() + i * len;
+      out.emplace_back(p, strnlen(p, len));
+    }
+  }
+  return out;
+}
+
 void write_int_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& values) {
   const hsize_t n = values.size();
   Id space(H5Screate_simple(1, &n, nullptr), H5Sclose);
   Id a(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   MIRROR_CHECK_HDF5(a.get(), "creating attribute '" << name << "'");
   MIRROR_CHECK_HDF5(H5Awrite(a.get(), H5T_NATIVE_INT64, values.data()), "writing attribute '" << name << "'");
+}
+
+void write_string_attr(hid_t obj, const std::string& name, const std::vector<std::string>& values) {
+  const hsize_t n = values.size();
+  Id space(H5Screate_simple(1, &n, nullptr), H5Sclose);
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+  MIRROR_CHECK_HDF5(H5Tset_size(type.get(), H5T_VARIABLE), "making a string type");
+  MIRROR_CHECK_HDF5(H5Tset_cset(type.get(), H5T_CSET_UTF8), "making a string type");
+  std::vector<const char*> ptrs;
+  for (const auto& v : values) ptrs.push_back(v.c_str());
+  Id a(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  MIRROR_CHECK_HDF5(a.get(), "creating attribute '" << name << "'");
+  MIRROR_CHECK_HDF5(H5Awrite(a.get(), type.get(), ptrs.data()), "writing attribute '" << name << "'");
 }
 
 void write_double_attr(hid_t obj, const std::string& name, double value) {

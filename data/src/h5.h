@@ -83,7 +83,11 @@ void check_storage(hid_t dset, const std::string& file, const std::string& name)
 // and throw kFormat when it exists with a different type class or element count.
 std::optional<std::vector<int64_t>> read_int_attr(hid_t obj, const std::string& name, const std::string& where);
 std::optional<double> read_double_attr(hid_t obj, const std::string& name, const std::string& where);
+// Strings (fixed-length or variable-length, as h5py writes either); nullopt when absent, kFormat otherwise.
+std::optional<std::vector<std::string>> read_string_attr(hid_t obj, const std::string& name, const std::string& where);
 void write_int_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& values);
+// A 1-d attribute of variable-length UTF-8 strings (h5py reads it as a list of str).
+void write_string_attr(hid_t obj, const std::string& name, const std::vector<std::string>& values);
 void write_double_attr(hid_t obj, const std::string& name, double value);
 
 }  // namespace mirror::data::h5

@@ -18,7 +18,13 @@ std::string inspect_report(const std::string& path) {
   os << "files        " << info.files.size() << " (" << std::fixed << std::setprecision(1) << bytes / 1048576.0
      << " MiB on disk)\n";
   os << "format       version " << info.format_version << "\n";
-  os << "classes      " << info.num_classes << "\n";
+  os << "classes      " << info.num_classes;
+  if (!info.class_names.empty()) {
+    os << " (";
+    for (std::size_t c = 0; c < info.class_names.size(); ++c) os << (c ? ", " : "") << info.class_names[c];
+    os << ")";
+  }
+  os << "\n";
   os << "sample shape ";
   for (std::size_t i = 0; i < info.sample_shape.size(); ++i) os << (i ? " x " : "") << info.sample_shape[i];
   os << " (" << info.features << " features, " << to_string(info.x_dtype) << ")\n";

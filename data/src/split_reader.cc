@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "finite_check.h"
 #include "mirror/error.h"
 
 namespace mirror::data {
@@ -48,6 +49,7 @@ void SplitReader::read_in_shard(std::size_t s, int64_t local_first, int64_t coun
   MIRROR_CHECK_HDF5(H5Dread(sh.x.get(), mtype, ms.get(), fs.get(), H5P_DEFAULT, x),
                     "reading rows " << local_first << ".." << local_first + count << " of '" << split_ << "/x' in '"
                                     << sh.path << "'");
+  if (dtype_ == DType::kFloat32) check_finite(s, local_first, count, reinterpret_cast<const float*>(x));
   h5::Id yfs = h5::dataset_space(sh.y.get());
   MIRROR_CHECK_HDF5(H5Sselect_hyperslab(yfs.get(), H5S_SELECT_SET, start.data(), nullptr, cnt.data(), nullptr),
                     "selecting rows of '" << split_ << "/y'");
@@ -55,6 +57,17 @@ void SplitReader::read_in_shard(std::size_t s, int64_t local_first, int64_t coun
   MIRROR_CHECK_HDF5(H5Dread(sh.y.get(), H5T_NATIVE_INT32, yms.get(), yfs.get(), H5P_DEFAULT, y),
                     "reading rows of '" << split_ << "/y' in '" << sh.path << "'");
   ++reads_;
+}
+
+void SplitReader::check_finite(std::size_t s, int64_t local_first, int64_t count, const float* x) const {
+  const auto features = static_cast<int64_t>(row_bytes_ / sizeof(float));
+  const int64_t bad = first_non_finite(x, static_cast<std::size_t>(count * features));
+  if (bad < 0) return;
+  const int64_t row = local_first + bad / features;
+  MIRROR_THROW(kFormat, "file '" << shards_[s].path << "' split '" << split_ << "': sample " << offsets_[s] + row
+                                 << " (row " << row << " of this file) feature " << bad % features << " is "
+                                 << non_finite_name(x[bad]) << "; expected finite values (a NaN or Inf input makes "
+                                 << "the loss NaN); fix the data or re-import it with mirror-data import");
 }
 
 void SplitReader::read_range(int64_t first, int64_t count, void* x, int32_t* y) {

@@ -2,7 +2,8 @@
 // (shard files concatenated in order), straight from HDF5. Sorted neighbouring indices are coalesced into
 // one hyperslab read per run (gaps of up to kMaxGap rows are read and discarded). One read per run beat
 // one read of a union-of-hyperslabs selection by ~8x with HDF5 1.10 (measured). Each reader opens its
-// own file handles; one reader is used by one thread at a time.
+// own file handles; one reader is used by one thread at a time. Every float32 block read is checked for
+// NaN/Inf (finite_check.h) as it arrives: on the in-memory load, per batch, per streamed block.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,8 @@ class SplitReader {
     int64_t size = 0;
   };
   void read_in_shard(std::size_t s, int64_t local_first, int64_t count, char* x, int32_t* y);
+  // Throws kFormat naming split, global sample and feature when float rows just read hold a NaN or Inf.
+  void check_finite(std::size_t s, int64_t local_first, int64_t count, const float* x) const;
 
   std::string split_;
   DType dtype_;

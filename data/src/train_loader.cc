@@ -1,9 +1,12 @@
-// train_loader.cc — TrainLoader: picks the batch source for the sharding mode and runs it either on the
-// caller's thread (prefetch_depth 0) or on a Prefetcher thread, timing how long next() waits.
+// train_loader.cc — TrainLoader: picks the batch source for the sharding mode, augments its batches when
+// asked, and runs it either on the caller's thread (prefetch_depth 0) or on a Prefetcher thread, timing how
+// long next() waits.
 #include "mirror/data/train_loader.h"
 
 #include <chrono>
+#include <optional>
 
+#include "augment.h"
 #include "batch_source.h"
 #include "mirror/error.h"
 #include "prefetcher.h"
@@ -22,18 +25,29 @@ struct TrainLoader::Impl {
   LoaderOptions options;
   std::unique_ptr<BatchSource> source;
   IndexSource* index_source = nullptr;
+  std::optional<Augmenter> augmenter;      // options.augment enabled; used by the thread that makes batches
   std::unique_ptr<Prefetcher> prefetcher;  // prefetch_depth > 0
   int64_t epoch = -1;
   int64_t next_step = 0;                   // synchronous mode
   int64_t batch = 0;
+
+  // One step's batch: read and scaled by the source, then augmented.
+  void make(int64_t epoch_of_batch, int64_t step, Batch& out) {
+    source->make(step, out);
+    out.epoch = epoch_of_batch;
+    if (augmenter) augmenter->apply(out, epoch_of_batch);
+  }
 };
 
 TrainLoader::TrainLoader(const Dataset& dataset, SamplerOptions sampler, LoaderOptions options)
     : impl_(std::make_unique<Impl>()) {
   MIRROR_CHECK(options.prefetch_depth >= 0, kInvalidArgument,
                "prefetch depth must be >= 0, got " << options.prefetch_depth);
+  MIRROR_CHECK(options.augment.crop_padding >= 0, kInvalidArgument,
+               "random crop padding must be >= 0, got " << options.augment.crop_padding);
   impl_->options = options;
   impl_->batch = sampler.batch_per_rank;
+  if (options.augment.enabled()) impl_->augmenter.emplace(options.augment, dataset.info(), sampler.seed);
   if (options.sharding == Sharding::kIndex) {
     auto src = std::make_unique<IndexSource>(dataset, options.split, sampler, options.in_memory,
                                              options.chunk_cache_bytes);
@@ -57,14 +71,9 @@ void TrainLoader::start_epoch(int64_t epoch, int64_t first_step) {
   m.epoch = epoch;
   m.next_step = first_step;
   if (m.options.prefetch_depth > 0) {
-    BatchSource* src = m.source.get();
     m.prefetcher = std::make_unique<Prefetcher>(
-        m.options.prefetch_depth,
-        [src, epoch](int64_t step, Batch& out) {
-          src->make(step, out);
-          out.epoch = epoch;
-        },
-        first_step, steps_per_epoch());
+        m.options.prefetch_depth, [&m, epoch](int64_t step, Batch& out) { m.make(epoch, step, out); }, first_step,
+        steps_per_epoch());
   }
 }
 
@@ -76,8 +85,7 @@ bool TrainLoader::next(Batch& out) {
   if (m.prefetcher) {
     got = m.prefetcher->pop(out);
   } else if (m.next_step < steps_per_epoch()) {
-    m.source->make(m.next_step++, out);
-    out.epoch = m.epoch;
+    m.make(m.epoch, m.next_step++, out);
     got = true;
   }
   out.wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

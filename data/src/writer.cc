@@ -94,6 +94,9 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetHeader& heade
   MIRROR_CHECK(!header.sample_shape.empty(), kInvalidArgument, "writing '" << path << "': sample_shape is empty");
   for (int64_t d : header.sample_shape)
     MIRROR_CHECK(d >= 1, kInvalidArgument, "writing '" << path << "': sample_shape dimensions must be >= 1");
+  MIRROR_CHECK(header.class_names.empty() || static_cast<int64_t>(header.class_names.size()) == header.num_classes,
+               kInvalidArgument, "writing '" << path << "': " << header.class_names.size() << " class names for "
+                                             << header.num_classes << " classes; expected one name per class or none");
   MIRROR_CHECK(train_size >= 0 && test_size >= 0, kInvalidArgument, "writing '" << path << "': negative split size");
   MIRROR_CHECK(options.shards >= 1 && options.shards <= 99999, kInvalidArgument,
                "writing '" << path << "': --shards must be in 1..99999, got " << options.shards);
@@ -119,6 +122,7 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetHeader& heade
     h5::write_double_attr(f, "x_scale", header.scaling.scale);
     h5::write_double_attr(f, "x_mean", header.scaling.mean);
     h5::write_double_attr(f, "x_std", header.scaling.std);
+    if (!header.class_names.empty()) h5::write_string_attr(f, "class_names", header.class_names);
     m.create_split(shard, shard.train, "train", train_size * (s + 1) / k - train_size * s / k);
     m.create_split(shard, shard.test, "test", test_size * (s + 1) / k - test_size * s / k);
     m.files.push_back(shard.path);

@@ -1,5 +1,6 @@
 // mirror_data.cc — the mirror-data program: `fashion-mnist` and `synth` write datasets in Mirror's
-// format, `inspect` describes one, `bench` measures the reader (see scripts/bench_data.sh).
+// format, `import` converts the user's own data (.npy, .npz, HDF5, image folders), `inspect` describes one,
+// `bench` measures the reader (see scripts/bench_data.sh).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <iostream>
 
 #include "bench.h"
+#include "import_command.h"
 #include "mirror/data/convert.h"
 #include "mirror/data/train_loader.h"
 #include "mirror/error.h"
@@ -57,6 +59,8 @@ int main(int argc, char** argv) {
   sy->add_option("--spread", synth.spread, "Noise standard deviation per feature")->capture_default_str();
   add_write_options(sy, synth_write);
 
+  ImportCommand import_cmd(app);
+
   auto* in = app.add_subcommand("inspect", "Print splits, shapes, dtypes, class histograms, chunking and size on disk");
   in->add_option("file", path, "Dataset file (or any shard of a sharded dataset)")->required();
 
@@ -92,6 +96,8 @@ int main(int argc, char** argv) {
       for (const auto& f : mirror::data::convert_fashion_mnist(src, out, fm_write)) std::printf("wrote %s\n", f.c_str());
     } else if (*sy) {
       for (const auto& f : mirror::data::write_synthetic(out, synth, synth_write)) std::printf("wrote %s\n", f.c_str());
+    } else if (import_cmd.chosen()) {
+      import_cmd.run();
     } else if (*in) {
       std::fputs(mirror::data::inspect_report(path).c_str(), stdout);
     } else if (*be) {

@@ -87,6 +87,7 @@ std::vector<std::string> build_mpirun_command(const std::string& mpirun, const L
       argv.insert(argv.end(), {"-x", name});
     }
   }
+  argv.insert(argv.end(), options.mpi_args.begin(), options.mpi_args.end());
   argv.insert(argv.end(), options.command.begin(), options.command.end());
   return argv;
 }
@@ -112,6 +113,45 @@ std::string format_command(const std::vector<std::string>& argv) {
     out += shell_quote(word);
   }
   return out;
+}
+
+std::vector<std::string> split_shell_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;  // ' or " while inside quotes
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0;
+      else word += c;
+    } else if (quote == '"') {
+      if (c == '"') {
+        quote = 0;
+      } else if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        word += text[++i];
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\') {
+      MIRROR_CHECK(i + 1 < text.size(), kInvalidArgument, "'" << text << "' ends with a lone backslash");
+      word += text[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  MIRROR_CHECK(quote == 0, kInvalidArgument, "'" << text << "' has an unterminated " << quote << " quote");
+  if (in_word) words.push_back(word);
+  return words;
 }
 
 }  // namespace mirror::launch

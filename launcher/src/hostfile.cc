@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "mirror/error.h"
@@ -19,7 +20,8 @@ int parse_positive(const std::string& value, const std::string& where, const std
     used = 0;
   }
   MIRROR_CHECK(used == value.size() && !value.empty() && parsed > 0 && parsed < (1L << 20), kFormat,
-               where << ": '" << token << "' needs a positive integer");
+               where << ": '" << token << "': " << token.substr(0, token.find('='))
+                     << " must be a positive integer (ranks on that host), got '" << value << "'");
   return static_cast<int>(parsed);
 }
 
@@ -27,6 +29,7 @@ int parse_positive(const std::string& value, const std::string& where, const std
 
 std::vector<HostEntry> parse_hostfile(const std::string& text, const std::string& name) {
   std::vector<HostEntry> hosts;
+  std::map<std::string, int> first_line;  // host -> the line that named it first
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -39,6 +42,10 @@ std::vector<HostEntry> parse_hostfile(const std::string& text, const std::string
     const std::string where = "hostfile " + name + " line " + std::to_string(number);
     MIRROR_CHECK(word.find('=') == std::string::npos, kFormat,
                  where << ": expected a host name first, as in 'node1 slots=4', got '" << word << "'");
+    const auto [seen, fresh] = first_line.emplace(word, number);
+    MIRROR_CHECK(fresh, kFormat,
+                 where << ": host '" << word << "' is listed again (first on line " << seen->second
+                       << "); give each host once, with slots= the number of ranks it runs");
     HostEntry entry;
     entry.host = word;
     while (words >> word) {

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <ostream>
 
+#include "mirror/error.h"
+#include "mirror/launch/command_line.h"
+
 namespace mirror::launch {
 namespace {
 
@@ -39,7 +42,8 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
   int np = 0;
   CLI::App app{"mirrorrun — start one rank per local GPU (CPU ranks when there is none) under Open MPI's mpirun,\n"
                "pass signals on, return the job's exit code and restart failed jobs.\n\n"
-               "  mirrorrun [-np N] [--hostfile F] [--max-restarts K] [--dry-run] [--verbose] [--] PROGRAM [ARGS...]",
+               "  mirrorrun [-np N] [--hostfile F] [--mpi-args \"...\"] [--max-restarts K] [--dry-run] [--verbose] [--]\n"
+               "            PROGRAM [ARGS...]",
                "mirrorrun"};
   app.footer("Everything from PROGRAM on is the program's. Environment: MIRROR_MPIRUN (mpirun to use),\n"
              "CUDA_VISIBLE_DEVICES (GPUs counted). See docs/launcher.md.");
@@ -53,6 +57,12 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
                  "Seconds ranks get after SIGINT/SIGTERM before everything is killed")
       ->capture_default_str();
   app.add_option("--restart-delay", o.restart_delay_s, "Seconds to wait before a restart")->capture_default_str();
+  app.add_option("--failure-grace", o.failure_grace_s,
+                 "Seconds mpirun gets to end the job after a rank reported a fatal error, before mirrorrun stops it")
+      ->capture_default_str();
+  std::string mpi_args;
+  app.add_option("--mpi-args", mpi_args,
+                 "Extra mpirun options, one shell-quoted string, e.g. --mpi-args \"--mca btl_tcp_if_include eth1\"");
 
   std::vector<std::string> args = args_in;
   bool separator = false;
@@ -69,8 +79,13 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
     if (o.max_restarts < 0) {
       throw CLI::ValidationError("--max-restarts", "must be 0 or more, got " + std::to_string(o.max_restarts));
     }
-    if (o.grace_period_s < 0 || o.restart_delay_s < 0) {
-      throw CLI::ValidationError("--grace-period/--restart-delay", "seconds must be 0 or more");
+    if (o.grace_period_s < 0 || o.restart_delay_s < 0 || o.failure_grace_s < 0) {
+      throw CLI::ValidationError("--grace-period/--restart-delay/--failure-grace", "seconds must be 0 or more");
+    }
+    try {
+      o.mpi_args = split_shell_words(mpi_args);
+    } catch (const mirror::Error& e) {
+      throw CLI::ValidationError("--mpi-args", e.message());
     }
     if (o.command.empty()) throw CLI::ValidationError("PROGRAM", "no program given (mirrorrun [options] PROGRAM ...)");
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 // and only after the grace period (or a second signal) is mpirun told to end the job.
 #include "mirror/launch/supervisor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 
 #include "mirror/error.h"
 #include "mirror/launch/command_line.h"
+#include "output_pump.h"
 #include "process_table.h"
 
 namespace mirror::launch {
@@ -31,6 +33,7 @@ constexpr double kKillAfterTermS = 5.0;  // mpirun gets this long after SIGTERM 
 constexpr double kRepeatWindowS = 1.0;   // a signal this soon after the first is the same request, delivered
                                          // twice (e.g. to mirrorrun and to its process group by a wrapper)
 constexpr long kPollNs = 100'000'000;   // the loop wakes at least every 0.1 s
+constexpr double kOutputDrainS = 2.0;    // after the job: time for the last output to arrive
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -81,10 +84,19 @@ class BlockedSignals {
 
 bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
 
-pid_t start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
+struct StartedJob {
+  pid_t pid = -1;
+  int stdout_pipe = -1;  // read ends of mpirun's stdout and stderr
+  int stderr_pipe = -1;
+};
+
+StartedJob start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
   std::vector<char*> cargv;
   for (const auto& word : argv) cargv.push_back(const_cast<char*>(word.c_str()));
   cargv.push_back(nullptr);
+  int out[2], err[2];
+  MIRROR_CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, kInternal,
+               "pipe() failed starting " << argv[0] << ": " << std::strerror(errno));
   const pid_t parent = getpid();
   const pid_t pid = fork();
   MIRROR_CHECK(pid >= 0, kInternal, "fork() failed starting " << argv[0] << ": " << std::strerror(errno));
@@ -92,12 +104,17 @@ pid_t start_job(const std::vector<std::string>& argv, const BlockedSignals& sign
     setsid();  // own session and process group: the terminal's Ctrl-C goes to mirrorrun alone
     prctl(PR_SET_PDEATHSIG, SIGTERM);  // mirrorrun killed -> mpirun ends the job, nothing is orphaned
     if (getppid() != parent) _exit(127);
+    dup2(out[1], STDOUT_FILENO);  // (dup2 clears close-on-exec on the copies)
+    dup2(err[1], STDERR_FILENO);
+    signal(SIGPIPE, SIG_DFL);  // mirrorrun ignores it (output_pump.h); mpirun gets the default back
     sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
     execv(cargv[0], cargv.data());
     std::fprintf(stderr, "mirrorrun: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
     _exit(127);
   }
-  return pid;
+  close(out[1]);
+  close(err[1]);
+  return {pid, out[0], err[0]};
 }
 
 void kill_session(pid_t sid, pid_t except) {
@@ -133,56 +150,105 @@ void forward_to_ranks(pid_t leader, int sig) {
   if (sent == 0) kill(leader, sig);
 }
 
-JobOutcome run_attempt(const std::vector<std::string>& argv, const SupervisorOptions& options,
-                       const BlockedSignals& signals, std::ostream& log) {
-  JobOutcome outcome;
-  const pid_t pid = start_job(argv, signals);
-  double first_signal_at = 0, term_sent_at = 0;
-  bool term_sent = false, killed = false;
-  while (true) {
-    const int sig = signals.wait(kPollNs / 1e9);
-    if (is_stop_signal(sig)) {
-      if (outcome.interrupt_signal == 0) {
-        outcome.interrupt_signal = sig;
-        first_signal_at = now_s();
-        log << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
-            << options.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
-        forward_to_ranks(pid, sig);
-      } else if (!killed && now_s() - first_signal_at >= kRepeatWindowS) {
-        log << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
-        kill_session(pid, 0);
-        killed = true;
+// One attempt: mpirun running, the signal loop, and the ways mirrorrun ends it (grace periods, escalation).
+class Attempt {
+ public:
+  Attempt(const std::vector<std::string>& argv, const SupervisorOptions& options, const BlockedSignals& signals,
+          std::ostream& log)
+      : options_(options), log_(log), job_(start_job(argv, signals)),
+        // mpirun's output, rank tags shortened (rank_output.h), watched for a rank's fatal error.
+        output_(job_.stdout_pipe, job_.stderr_pipe, STDOUT_FILENO, STDERR_FILENO) {}
+
+  JobOutcome run(const BlockedSignals& signals) {
+    while (true) {
+      on_signal(signals.wait(kPollNs / 1e9));
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(job_.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == job_.pid) {
+        return collect();
       }
-    }
-    siginfo_t info{};
-    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
-      kill_session(pid, pid);  // the zombie still holds the session id: nothing new can take it
-      int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      reap_orphans(pid);
-      if (WIFSIGNALED(status)) {
-        outcome.term_signal = WTERMSIG(status);
-        outcome.exit_code = 128 + outcome.term_signal;
-      } else {
-        outcome.exit_code = WEXITSTATUS(status);
-      }
-      return outcome;
-    }
-    const double now = now_s();
-    if (outcome.interrupt_signal && !term_sent && !killed && now - first_signal_at >= options.grace_period_s) {
-      log << "mirrorrun: grace period of " << options.grace_period_s << " s is over; stopping mpirun" << std::endl;
-      kill(pid, SIGTERM);
-      term_sent = true;
-      term_sent_at = now;
-    }
-    if (term_sent && !killed && now - term_sent_at >= kKillAfterTermS) {
-      log << "mirrorrun: mpirun did not stop; killing the job" << std::endl;
-      kill_session(pid, 0);
-      killed = true;
+      escalate(now_s());
     }
   }
-}
+
+ private:
+  void on_signal(int sig) {
+    if (!is_stop_signal(sig)) return;
+    if (outcome_.interrupt_signal == 0) {
+      outcome_.interrupt_signal = sig;
+      first_signal_at_ = now_s();
+      log_ << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
+           << options_.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
+      forward_to_ranks(job_.pid, sig);
+    } else if (!killed_ && now_s() - first_signal_at_ >= kRepeatWindowS) {
+      log_ << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
+      kill_job();
+    }
+  }
+
+  // Grace periods over: SIGTERM to mpirun (it ends the job on every machine it can reach), then SIGKILL.
+  void escalate(double now) {
+    if (killed_) return;
+    if (!term_sent_ && outcome_.interrupt_signal && now - first_signal_at_ >= options_.grace_period_s) {
+      log_ << "mirrorrun: grace period of " << options_.grace_period_s << " s is over; stopping mpirun" << std::endl;
+      stop_mpirun(now);
+    }
+    // A rank failed and mpirun is still there: it is already aborting the job (a SIGTERM would only make it
+    // say so, or crash) and waits for a host it cannot reach. End it and everything it started here.
+    const double failed_at = output_.failure_seen_at();
+    if (!outcome_.interrupt_signal && failed_at != 0 && now - failed_at >= options_.failure_grace_s) {
+      log_ << "mirrorrun: a rank reported a fatal error " << options_.failure_grace_s
+           << " s ago and mpirun has not ended the job (a host may be unreachable); killing mpirun. The error: "
+           << output_.failure_line() << std::endl;
+      outcome_.ended_after_failure = true;
+      kill_job();
+      return;
+    }
+    if (term_sent_ && now - term_sent_at_ >= kKillAfterTermS) {
+      log_ << "mirrorrun: mpirun did not stop; killing the job" << std::endl;
+      kill_job();
+    }
+  }
+
+  void stop_mpirun(double now) {
+    kill(job_.pid, SIGTERM);
+    term_sent_ = true;
+    term_sent_at_ = now;
+  }
+
+  void kill_job() {
+    kill_session(job_.pid, 0);
+    killed_ = true;
+  }
+
+  JobOutcome collect() {
+    kill_session(job_.pid, job_.pid);  // the zombie still holds the session id: nothing new can take it
+    int status = 0;
+    while (waitpid(job_.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    reap_orphans(job_.pid);
+    output_.finish(kOutputDrainS);
+    if (WIFSIGNALED(status)) {
+      outcome_.term_signal = WTERMSIG(status);
+      outcome_.exit_code = 128 + outcome_.term_signal;
+    } else {
+      outcome_.exit_code = WEXITSTATUS(status);
+    }
+    if (outcome_.ended_after_failure) {  // the job's own code never came; a rank did fail
+      outcome_.term_signal = 0;
+      outcome_.exit_code = 1;
+    }
+    return outcome_;
+  }
+
+  const SupervisorOptions& options_;
+  std::ostream& log_;
+  const StartedJob job_;
+  detail::OutputPump output_;
+  JobOutcome outcome_;
+  double first_signal_at_ = 0, term_sent_at_ = 0;
+  bool term_sent_ = false, killed_ = false;
+};
 
 }  // namespace
 
@@ -197,6 +263,7 @@ std::string JobOutcome::describe() const {
     text = "exit code " + std::to_string(exit_code);
   }
   if (interrupt_signal) text = "stopped by " + signal_name(interrupt_signal) + ", " + text;
+  if (ended_after_failure) text = "a rank failed and mpirun did not end the job; mirrorrun killed it (exit code 1)";
   return text;
 }
 
@@ -204,11 +271,15 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
                             const SupervisorOptions& options, std::ostream& log) {
   SupervisionResult result;
   BlockedSignals signals;
+  // A closed output (`mirrorrun ... | head`) must not kill mirrorrun while it still supervises the job.
+  struct sigaction ignore_pipe {}, old_pipe {};
+  ignore_pipe.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // ranks orphaned by a dying mpirun come to mirrorrun, not to init
   for (int attempt = 0;; ++attempt) {
     const std::vector<std::string> argv = command_for_attempt(attempt);
     if (options.verbose) log << "mirrorrun: attempt " << attempt << ": " << format_command(argv) << std::endl;
-    const JobOutcome outcome = run_attempt(argv, options, signals, log);
+    const JobOutcome outcome = Attempt(argv, options, signals, log).run(signals);
     if (outcome.interrupt_signal) {
       result.exit_code = 128 + outcome.interrupt_signal;
       log << "mirrorrun: job " << outcome.describe() << "; exiting with " << result.exit_code << std::endl;
@@ -241,6 +312,7 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
   if (options.max_restarts > 0) {
     log << "mirrorrun: " << result.restarts << " restart(s); job exit code " << result.exit_code << std::endl;
   }
+  sigaction(SIGPIPE, &old_pipe, nullptr);
   return result;
 }
 

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     supervision.max_restarts = options.max_restarts;
     supervision.grace_period_s = options.grace_period_s;
     supervision.restart_delay_s = options.restart_delay_s;
+    supervision.failure_grace_s = options.failure_grace_s;
     supervision.verbose = options.verbose;
     const SupervisionResult result = supervise(
         [&](int attempt) { return build_mpirun_command(mpirun, options, plan, facts, attempt); }, supervision,

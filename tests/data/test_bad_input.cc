@@ -82,7 +82,7 @@ TEST_F(BadInput, WrongXDtype) {
 
 TEST_F(BadInput, WrongYDtype) {
   test::replace_dataset(path_, "/test/y", H5T_NATIVE_FLOAT, {spec_.test});
-  expect_has(open_error(), {path_, "'/test/y'", "wrong dtype", "expected int32"});
+  expect_has(open_error(), {path_, "'/test/y'", "wrong dtype", "expected integer class ids"});
 }
 
 TEST_F(BadInput, WrongSampleShape) {

@@ -117,4 +117,18 @@ void poke_label(const std::string& file, const std::string& path, int64_t i, int
   H5Fclose(f);
 }
 
+void poke_value(const std::string& file, const std::string& path, int64_t row, int64_t feature, float value) {
+  hid_t f = open_rw(file);
+  hid_t ds = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
+  hid_t fs = H5Dget_space(ds);
+  const hsize_t start[2] = {static_cast<hsize_t>(row), static_cast<hsize_t>(feature)}, one[2] = {1, 1};
+  H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, one, nullptr);
+  hid_t ms = H5Screate_simple(2, one, nullptr);
+  H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, &value);
+  H5Sclose(ms);
+  H5Sclose(fs);
+  H5Dclose(ds);
+  H5Fclose(f);
+}
+
 }  // namespace mirror::data::test

@@ -55,5 +55,7 @@ void set_int_attr(const std::string& file, const std::string& name, const std::v
 void delete_attr(const std::string& file, const std::string& name);
 // Writes label `value` at index `i` of `path` (an int32 dataset).
 void poke_label(const std::string& file, const std::string& path, int64_t i, int32_t value);
+// Writes float `value` at [row, feature] of `path` (a 2-d float dataset).
+void poke_value(const std::string& file, const std::string& path, int64_t row, int64_t feature, float value);
 
 }  // namespace mirror::data::test

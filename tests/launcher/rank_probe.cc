@@ -1,12 +1,15 @@
 // rank_probe.cc — a small program for mirrorrun's end-to-end tests, run as each rank under mpirun (no MPI
 // inside: it reads the rank from Open MPI's environment). Modes:
-//   print                 print "rank R of S local L restart C" and exit 0
+//   print [VAR...]        print "rank R of S local L restart C", then "VAR=value" for each VAR, and exit 0
 //   exit CODE RANK        rank RANK exits with CODE after 0.2 s; the others wait (up to 30 s) to be stopped
 //   fail-once DIR         rank 0 exits 4 the first time (no DIR/rank0.ran yet), every later time 0
 //   wait-signal DIR       write DIR/ready.R, wait for SIGTERM/SIGINT (up to 30 s, else exit 9), then take
 //                         1.5 s (longer than mpirun's own 1 s kill delay: a checkpoint), write DIR/stopped.R
 //                         holding the signal number, exit 0
 //   ignore-signal DIR     write DIR/ready.R (holding the pid), ignore SIGTERM/SIGINT, exit 9 after 30 s
+//   report-error DIR      write DIR/ready.R (holding the pid); rank 1 prints Mirror's fatal-error line
+//                         "[rank 1] error: ..." and, like every rank, goes on running (exit 9 after 30 s): a
+//                         job whose mpirun does not end after a rank's error
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,7 +37,7 @@ void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<doubl
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
 int usage() {
-  std::fprintf(stderr, "usage: rank_probe print | exit CODE RANK | fail-once DIR | wait-signal DIR | ignore-signal DIR\n");
+  std::fprintf(stderr, "usage: rank_probe print [VAR...] | exit CODE RANK | fail-once DIR | wait-signal DIR | ignore-signal DIR\n");
   return 64;
 }
 
@@ -50,6 +53,9 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d local %d (%s) restart %d threads %s\n", rank, size, local ? local->rank : -1,
                 local ? local->source.c_str() : "none", env_int("MIRROR_RESTART_COUNT", -1),
                 std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset");
+    for (int i = 2; i < argc; ++i) {
+      std::printf("%s=%s\n", argv[i], std::getenv(argv[i]) ? std::getenv(argv[i]) : "(unset)");
+    }
     return 0;
   }
   if (mode == "exit" && argc == 4) {
@@ -84,6 +90,15 @@ int main(int argc, char** argv) {
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     std::ofstream(std::string(argv[2]) + "/ready." + std::to_string(rank)) << getpid() << "\n";
+    for (int i = 0; i < 300; ++i) sleep_s(0.1);
+    return 9;
+  }
+  if (mode == "report-error" && argc == 3) {
+    std::ofstream(std::string(argv[2]) + "/ready." + std::to_string(rank)) << getpid() << "\n";
+    if (rank == 1) {
+      std::fprintf(stderr, "[rank 1] error: simulated fatal error (rank_probe report-error)\n");
+      std::fflush(stderr);
+    }
     for (int i = 0; i < 300; ++i) sleep_s(0.1);
     return 9;
   }

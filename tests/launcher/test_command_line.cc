@@ -147,6 +147,29 @@ TEST(BuildCommand, ExportsMirrorNcclAndUserThreadSettingsByName) {
   EXPECT_FALSE(has(argv, "HOME"));
 }
 
+TEST(BuildCommand, MpiArgsGoJustBeforeTheProgram) {
+  LaunchOptions o = options(2);
+  o.mpi_args = {"--mca", "btl_tcp_if_include", "10.0.0.0/8"};
+  const HostFacts f = facts(8, false, 0);
+  const auto argv = build_mpirun_command("mpirun", o, plan_ranks(o, f, {}), f);
+  EXPECT_TRUE(contains(argv, {"--mca", "btl_tcp_if_include", "10.0.0.0/8", "prog", "--flag", "a b"}));
+  EXPECT_EQ(argv.back(), "a b");
+}
+
+TEST(SplitShellWords, QuotesAndEscapesAsAShell) {
+  using Words = std::vector<std::string>;
+  EXPECT_EQ(split_shell_words(""), Words{});
+  EXPECT_EQ(split_shell_words("  \t "), Words{});
+  EXPECT_EQ(split_shell_words("-x  A=1\t--mca b c"), (Words{"-x", "A=1", "--mca", "b", "c"}));
+  EXPECT_EQ(split_shell_words("'a b' \"c d\" e\\ f"), (Words{"a b", "c d", "e f"}));
+  EXPECT_EQ(split_shell_words("'' x\"\""), (Words{"", "x"}));                 // empty quotes are a word
+  EXPECT_EQ(split_shell_words("\"say \\\"hi\\\"\" 'it\\'"), (Words{"say \"hi\"", "it\\"}));
+  EXPECT_EQ(split_shell_words("pre'mid dle'post"), (Words{"premid dlepost"}));
+  EXPECT_THROW(split_shell_words("'open"), Error);
+  EXPECT_THROW(split_shell_words("\"open"), Error);
+  EXPECT_THROW(split_shell_words("trailing\\"), Error);
+}
+
 TEST(ShellQuote, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(shell_quote("slot:PE=2"), "slot:PE=2");
   EXPECT_EQ(shell_quote(""), "''");

@@ -59,6 +59,18 @@ TEST(LaunchCli, BadValuesAreRejected) {
   EXPECT_NE(err.find("no program"), std::string::npos) << err;
 }
 
+TEST(LaunchCli, MpiArgsAreSplitLikeAShell) {
+  const auto p = parse({"--mpi-args", "--mca btl_tcp_if_include 'eth1,eth2' -x \"A=b c\"", "prog", "--mpi-args"});
+  ASSERT_TRUE(p.run);
+  EXPECT_EQ(p.options.mpi_args,
+            (std::vector<std::string>{"--mca", "btl_tcp_if_include", "eth1,eth2", "-x", "A=b c"}));
+  EXPECT_EQ(p.options.command, (std::vector<std::string>{"prog", "--mpi-args"}));
+  EXPECT_TRUE(parse({"prog"}).options.mpi_args.empty());
+  std::string err;
+  EXPECT_FALSE(parse({"--mpi-args", "--mca 'unterminated", "prog"}, &err).run);
+  EXPECT_NE(err.find("unterminated ' quote"), std::string::npos) << err;
+}
+
 TEST(LaunchCli, HelpExitsZero) {
   const auto p = parse({"--help"});
   EXPECT_FALSE(p.run);
@@ -89,6 +101,26 @@ TEST(Hostfile, BadLinesNameTheLine) {
   }
   EXPECT_THROW(parse_hostfile("", "hf"), Error);
   EXPECT_THROW(parse_hostfile("# only a comment\n\n", "hf"), Error);
+}
+
+TEST(Hostfile, SlotsMustBePositiveAndHostsUnique) {
+  for (const char* bad : {"node1 slots=0", "node1 slots=-2"}) {
+    try {
+      parse_hostfile(bad, "hf");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find("slots must be a positive integer (ranks on that host)"), std::string::npos)
+          << e.message();
+    }
+  }
+  try {
+    parse_hostfile("node1 slots=2\nnode2 slots=2\n\nnode1 slots=1\n", "hf");
+    ADD_FAILURE() << "a repeated host was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("hostfile hf line 4: host 'node1' is listed again (first on line 1)"),
+              std::string::npos)
+        << e.message();
+  }
 }
 
 TEST(Hostfile, MissingFileAndDirectoryAreErrors) {

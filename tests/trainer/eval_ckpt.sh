@@ -49,11 +49,15 @@ PY
 
 # Corrupt, truncated and foreign files: clear errors, no crash.
 cp "$TMP/ck/ckpt-00000060.h5" "$TMP/bad.h5"
-python3 - "$TMP/bad.h5" <<'PY'
-import sys
-p = sys.argv[1]; b = bytearray(open(p, "rb").read())
-# damage the middle of the largest run of non-zero bytes: tensor data
-b[len(b) // 2] ^= 0xFF; b[len(b) // 2 + 1] ^= 0xFF
+# Damage the middle of a parameter tensor's data, found by h5dump (its byte offset in the file), not by
+# guessing where the file's middle falls.
+h5dump -p -H -d /params/fc1.weight "$TMP/bad.h5" >"$TMP/layout.txt"
+python3 - "$TMP/bad.h5" "$TMP/layout.txt" <<'PY'
+import re, sys
+p = sys.argv[1]; layout = open(sys.argv[2]).read()
+offset = int(re.search(r"OFFSET (\d+)", layout).group(1)); size = int(re.search(r"SIZE (\d+)", layout).group(1))
+b = bytearray(open(p, "rb").read())
+b[offset + size // 2] ^= 0xFF; b[offset + size // 2 + 1] ^= 0xFF
 open(p, "wb").write(bytes(b))
 PY
 expect_error 1 "CORRUPT" "$MIRROR_CKPT" verify "$TMP/bad.h5"

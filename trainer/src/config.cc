@@ -70,6 +70,20 @@ CLI::Validator epoch_or_steps() {
       "STEPS|epoch", "epoch_or_steps");
 }
 
+// --timeline-steps: "A:B" (telemetry::parse_timeline_steps says what is wrong with anything else).
+CLI::Validator timeline_window() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          telemetry::parse_timeline_steps(s);
+          return "";
+        } catch (const Error& e) {
+          return e.message();
+        }
+      },
+      "A:B", "timeline_window");
+}
+
 // --resume: "auto" or a checkpoint file.
 void set_resume(ResumeFrom& r, const std::string& value) {
   r.kind = value == "auto" ? ResumeFrom::Kind::kLatest : ResumeFrom::Kind::kFile;
@@ -182,6 +196,18 @@ void add_options(CLI::App& app, TrainConfig& c) {
   app.add_option("--metrics", c.metrics, "write one JSON object per epoch to this file (rank 0)")->group("Output");
   add_choice(app, "--progress", c.progress, kToggles, "progress bar: auto (on a terminal), on or off")
       ->group("Output");
+  app.add_option("--tensorboard", c.tensorboard,
+                 "write TensorBoard event files to this directory (rank 0; a resumed run adds a file)")
+      ->group("Output");
+  app.add_option("--tensorboard-every", c.tensorboard_every, "steps between the train/loss and train/lr scalars")
+      ->check(cli::positive_integer())->group("Output");
+  app.add_option("--timeline", c.timeline,
+                 "write one Chrome trace-event JSON of every rank's steps (open it in ui.perfetto.dev)")
+      ->group("Output");
+  app.add_option_function<std::string>(
+         "--timeline-steps", [&c](const std::string& v) { c.timeline_steps = telemetry::parse_timeline_steps(v); },
+         "A:B, the steps the timeline records (counted from 1)")
+      ->check(timeline_window())->default_str("5:24")->group("Output");
 }
 
 }  // namespace
@@ -271,6 +297,10 @@ std::string to_json(const TrainConfig& c) {
   j["resume"] = c.resume.kind == ResumeFrom::Kind::kLatest ? "auto" : c.resume.path;
   j["eval_every"] = c.eval_every;
   j["metrics"] = c.metrics;
+  j["tensorboard"] = c.tensorboard;
+  j["tensorboard_every"] = c.tensorboard_every;
+  j["timeline"] = c.timeline;
+  j["timeline_steps"] = std::to_string(c.timeline_steps.first) + ":" + std::to_string(c.timeline_steps.last);
   return j.dump();
 }
 

@@ -60,6 +60,8 @@ void GradientBucketer::begin_step(bool sync) {
 
 void GradientBucketer::start(Bucket& b, bool async) {
   b.started = true;
+  b.done_ns = 0;
+  if (timeline_ && timeline_->recording()) b.start_ns = telemetry::now_ns();
   b.work = b.tail_work = coll::Work();
   if (comm_.size() == 1 || b.numel == 0) return;
   constexpr auto kF32 = coll::DataType::kFloat32;
@@ -102,6 +104,24 @@ void GradientBucketer::on_grad_ready(std::size_t index) {
     start(b, true);
     ++started_before_finish_;
   }
+  if (timeline_ && timeline_->recording()) note_completions();
+}
+
+void GradientBucketer::note_completions() {
+  for (Bucket& b : buckets_)
+    if (b.started && b.done_ns == 0 && b.work.done() && b.tail_work.done()) b.done_ns = telemetry::now_ns();
+}
+
+void GradientBucketer::record_buckets() {
+  const char* what = sharded_ ? "reduce-scatter bucket " : "allreduce bucket ";
+  std::int64_t previous_done = 0;
+  for (std::size_t k = 0; k < buckets_.size(); ++k) {
+    const Bucket& b = buckets_[k];
+    const std::int64_t begin = std::max(b.start_ns, previous_done);
+    timeline_->add(what + std::to_string(k), "communication", begin, std::max(begin, b.done_ns),
+                   telemetry::TimelineThread::kCommunication);
+    previous_done = std::max(begin, b.done_ns);
+  }
 }
 
 void GradientBucketer::finish() {
@@ -109,13 +129,20 @@ void GradientBucketer::finish() {
   const auto t0 = std::chrono::steady_clock::now();
   // Started buckets first, then the rest blocking, in bucket order (the same on every rank): the last
   // one then runs inline, without handing over to the progress thread and back.
+  const bool timed = timeline_ && timeline_->recording() && comm_.size() > 1;
+  if (timed) note_completions();
   for (Bucket& b : buckets_) {
     if (!b.started) continue;
     b.work.wait();
     b.tail_work.wait();
+    if (timed && b.done_ns == 0) b.done_ns = telemetry::now_ns();
   }
-  for (Bucket& b : buckets_)
-    if (!b.started) start(b, false);
+  for (Bucket& b : buckets_) {
+    if (b.started) continue;
+    start(b, false);
+    if (timed) b.done_ns = telemetry::now_ns();
+  }
+  if (timed) record_buckets();
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -23,6 +23,7 @@ namespace mirror::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using telemetry::Timeline;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 nn::OptimizerOptions optimizer_options(const TrainConfig& c) {
@@ -91,6 +92,16 @@ EpochSums reduce_sums(coll::Communicator& control, double loss_sum, std::int64_t
 
 double per_step(double total, std::int64_t steps) { return steps ? total / static_cast<double>(steps) : 0.0; }
 
+// The epoch's TensorBoard scalars from its metrics line (so both say the same): losses, accuracies,
+// throughput and the step's split into data wait, compute, communication wait and optimizer (s per step).
+std::vector<std::pair<std::string, double>> epoch_scalars(const nlohmann::ordered_json& m) {
+  std::vector<std::pair<std::string, double>> v;
+  for (const char* key : {"train_loss", "train_acc", "test_loss", "test_acc", "samples_per_s", "step_s",
+                          "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s"})
+    if (m.contains(key) && m[key].is_number()) v.emplace_back(std::string("epoch/") + key, m[key].get<double>());
+  return v;
+}
+
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
@@ -101,6 +112,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
   setup_data_and_optimizer();
   restore_state();
   setup_gradient_sync();
+  setup_telemetry();
   print_banner();
   prepare_outputs();
 }
@@ -178,6 +190,16 @@ void Trainer::setup_gradient_sync() {
     owned_.push_back({static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end)});
 }
 
+void Trainer::setup_telemetry() {
+  telemetry::TrainingTelemetryOptions o;
+  o.tensorboard_dir = config_.tensorboard;
+  o.tensorboard_every = config_.tensorboard_every;
+  o.timeline_path = config_.timeline;
+  o.timeline_steps = config_.timeline_steps;
+  telemetry_ = std::make_unique<telemetry::TrainingTelemetry>(o, control_, pos_.step);
+  bucketer_->set_timeline(&telemetry_->timeline());
+}
+
 void Trainer::print_banner() const {
   if (!out_) return;
   const data::DatasetInfo& info = dataset_->info();
@@ -207,6 +229,7 @@ void Trainer::print_banner() const {
 void Trainer::prepare_outputs() {
   if (rank_ == 0) {  // fail before training, not at the first checkpoint, when these cannot be made
     create_parent_directory(config_.metrics);
+    create_parent_directory(config_.timeline);
     if (!config_.checkpoint_dir.empty()) {
       create_parent_directory(config_.checkpoint_dir + "/x");
       // Only rank 0 writes checkpoints and it is not writing now: any temporary is a killed writer's.
@@ -229,6 +252,7 @@ TrainSummary Trainer::run() {
   bar_->clear();
   if (pos_.epoch >= config_.epochs) pos_.micro = 0;  // the loop ran out: record the end as "epoch = epochs, micro 0"
   save_checkpoint();  // the final state (no-op when the last step was already saved)
+  telemetry_->finish();  // collective: the merged timeline
   summary_.steps = pos_.step;
   if (out_ && !summary_.last_checkpoint.empty()) *out_ << "checkpoint: " << summary_.last_checkpoint << "\n";
   return summary_;
@@ -261,24 +285,43 @@ Trainer::EpochEnd Trainer::run_epoch() {
 }
 
 void Trainer::train_step(EpochTimes& times) {
+  Timeline& timeline = telemetry_->timeline();
+  timeline.begin_step(pos_.step + 1);  // steps counted from 1, as TensorBoard's
+  const double loss_before = pos_.loss_sum;
+  const std::int64_t samples_before = pos_.samples;
   for (std::int64_t k = 0; k < accum_; ++k) micro_step(k, times);
-  bucketer_->finish();
+  {
+    const Timeline::Scope span(timeline, "gradient wait", "communication");
+    bucketer_->finish();
+  }
   times.comm_wait += bucketer_->last_wait_seconds();
   ++times.steps;
   const auto optimizer_start = Clock::now();
-  optimizer_->step(model_->params(), model_->grads(), schedule_->lr_at(pos_.step), owned_);
+  const float lr = schedule_->lr_at(pos_.step);
+  {
+    const Timeline::Scope span(timeline, "optimizer", "optimizer");
+    optimizer_->step(model_->params(), model_->grads(), lr, owned_);
+  }
   const auto gather_start = Clock::now();
-  bucketer_->gather(model_->params());
+  if (bucketer_->sharded()) {
+    const Timeline::Scope span(timeline, "all-gather", "communication");
+    bucketer_->gather(model_->params());
+  }
   times.optimizer += std::chrono::duration<double>(gather_start - optimizer_start).count();
   times.gather += seconds_since(gather_start);
   pos_.step += 1;
+  telemetry_->after_step(pos_.step, pos_.loss_sum - loss_before, pos_.samples - samples_before, lr);
   bar_->update(pos_.epoch + 1, config_.epochs, pos_.micro / accum_, steps_per_epoch_,
                pos_.samples ? pos_.loss_sum / static_cast<double>(pos_.samples) : 0.0);
 }
 
 void Trainer::micro_step(std::int64_t k, EpochTimes& times) {
+  Timeline& timeline = telemetry_->timeline();
+  const std::int64_t wait_start = telemetry::now_ns();
   MIRROR_CHECK(loader_->next(batch_), kInternal, "loader ended early at micro-batch " << pos_.micro);
+  timeline.add("data wait", "data", wait_start, telemetry::now_ns());
   times.data_wait += batch_.wait_seconds;
+  const std::int64_t forward_start = telemetry::now_ns();
   const nn::Tensor input = batch_tensor(batch_, *model_, staging_);
   nn::ForwardContext context;
   context.seed = config_.seed;
@@ -287,13 +330,16 @@ void Trainer::micro_step(std::int64_t k, EpochTimes& times) {
   context.reducer = world_ > 1 && config_.sync_bn ? &reducer_ : nullptr;
   const nn::Tensor& logits = model_->forward(input, context);
   const nn::LossStats stats = loss_->forward_backward(logits, batch_.y, dlogits_, batch_.size * accum_);
+  timeline.add("forward", "compute", forward_start, telemetry::now_ns());  // with the loss
   pos_.loss_sum += stats.loss_sum;
   pos_.correct += stats.correct;
   pos_.samples += stats.count;
   times.trained += stats.count;
   bucketer_->begin_step(k == accum_ - 1);
+  const std::int64_t backward_start = telemetry::now_ns();
   model_->backward(dlogits_, k == 0 ? nn::GradMode::kOverwrite : nn::GradMode::kAccumulate,
                    [this](std::size_t i) { bucketer_->on_grad_ready(i); });
+  timeline.add("backward", "compute", backward_start, telemetry::now_ns());
   pos_.micro += 1;
 }
 
@@ -310,6 +356,7 @@ void Trainer::end_epoch(const EpochTimes& times) {
                             ((pos_.epoch + 1) % config_.eval_every == 0 || pos_.epoch + 1 == config_.epochs);
   double test_loss = NAN, test_acc = NAN;
   if (evaluate_now) {
+    const Timeline::Scope span(telemetry_->timeline(), "evaluation", "evaluation");
     agree_on_buffers();
     const EvalResult r =
         evaluate(*model_, *dataset_, "test", std::max<std::int64_t>(config_.batch_size, 256), control_);
@@ -351,7 +398,13 @@ std::string Trainer::metrics_line(const EpochTimes& t, double test_loss, double 
   // updated parameters (0 when not sharded), per step.
   m["optimizer_s"] = per_step(t.optimizer, t.steps);
   m["gather_s"] = per_step(t.gather, t.steps);
+  // The rest of the step, per step: waiting for the loader, and compute (forward, loss, backward and the
+  // small things between).
+  m["data_wait_s"] = per_step(t.data_wait, t.steps);
+  m["compute_s"] = m["step_s"].get<double>() - m["data_wait_s"].get<double>() - m["comm_wait_s"].get<double>() -
+                   m["optimizer_s"].get<double>() - m["gather_s"].get<double>();
   pos_.metrics_jsonl += m.dump() + "\n";
+  telemetry_->epoch(pos_.step, epoch_scalars(m));  // the same numbers, keyed by the global step; flushed
   if (!config_.metrics.empty()) write_file_atomically(config_.metrics, pos_.metrics_jsonl);
   char line[256];
   std::snprintf(line, sizeof(line),
@@ -373,6 +426,7 @@ void Trainer::save_epoch_checkpoint() {
 
 void Trainer::save_checkpoint() {
   if (config_.checkpoint_dir.empty() || last_checkpoint_step_ == pos_.step) return;
+  const Timeline::Scope span(telemetry_->timeline(), "checkpoint", "checkpoint");
   // The partial epoch sums are stored reduced over all ranks (a collective: every rank is here).
   const EpochSums sums = reduce_sums(control_, pos_.loss_sum, pos_.correct, pos_.samples);
   // A sharded optimizer's state is current only in each rank's own ranges: gather it first.

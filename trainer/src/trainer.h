@@ -18,6 +18,7 @@
 #include "mirror/nn/model.h"
 #include "mirror/nn/optimizer.h"
 #include "mirror/nn/schedule.h"
+#include "mirror/telemetry/training_telemetry.h"
 #include "mirror/train/config.h"
 #include "mirror/train/grad_sync.h"
 #include "mirror/train/training.h"
@@ -48,6 +49,7 @@ class Trainer {
   void setup_data_and_optimizer();
   void restore_state();          // initial parameters from rank 0, or a checkpoint
   void setup_gradient_sync();
+  void setup_telemetry();        // TensorBoard (rank 0) and the timeline: collective (clock offsets)
   void print_banner() const;
   void prepare_outputs();        // rank 0: metrics and checkpoint directories, stale temporaries
 
@@ -88,6 +90,7 @@ class Trainer {
   std::optional<nn::SoftmaxCrossEntropy> loss_;
   CommReplicaReducer reducer_;
   std::unique_ptr<ProgressBar> bar_;
+  std::unique_ptr<telemetry::TrainingTelemetry> telemetry_;
 
   RunPosition pos_;
   TrainSummary summary_;

@@ -118,7 +118,11 @@ int run(const EvalOptions& o, int rank) {
               static_cast<long long>(r.count), control->size());
   std::printf("loss %.4f  accuracy %.4f\n", r.mean_loss(), r.accuracy());
   std::printf("per-class accuracy:\n");
-  for (std::int64_t c = 0; c < r.num_classes; ++c) std::printf("  class %2lld  %.4f\n", static_cast<long long>(c), r.class_accuracy(c));
+  const auto& names = dataset.info().class_names;  // the dataset's optional class_names attribute
+  for (std::int64_t c = 0; c < r.num_classes; ++c) {
+    const char* name = c < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(c)].c_str() : "";
+    std::printf("  class %2lld  %.4f  %s\n", static_cast<long long>(c), r.class_accuracy(c), name);
+  }
   std::printf("confusion matrix (rows: label, columns: predicted):\n");
   for (std::int64_t a = 0; a < r.num_classes; ++a) {
     std::printf("  %2lld |", static_cast<long long>(a));

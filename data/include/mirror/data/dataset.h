@@ -40,6 +40,7 @@ struct DatasetInfo {
   int64_t features = 0;               // product of sample_shape
   DType x_dtype = DType::kUInt8;
   Scaling scaling;
+  std::vector<std::string> class_names;  // the optional attribute class_names: empty, or num_classes names
   int64_t train_size = 0;
   int64_t test_size = 0;
   std::vector<std::string> files;  // the shard files in shard order (one entry for a single file)

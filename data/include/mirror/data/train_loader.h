@@ -35,6 +35,19 @@ inline constexpr const char* kShardingHelp =
     "shuffled through a buffer; needs >= N shard files (mirror-data --shards) and gives up the exact "
     "N-ranks-equal-1-rank equivalence";
 
+// Augmentation of training samples, applied in the loader thread to image samples (sample_shape [H, W] or
+// [C, H, W]) after scaling: a random crop with padding (pad crop_padding pixels of value 0 as stored,
+// i.e. -x_mean/x_std after scaling, on every side, then crop back to H x W at a random offset), then a
+// horizontal flip with probability 1/2. The draws are a counter-based hash of (seed, epoch, global sample
+// index) with no shared generator state, so a sample is augmented the same way whatever the rank count,
+// prefetch depth or resume point: N ranks x batch B still see exactly what 1 rank x batch N*B sees.
+// Evaluation is never augmented.
+struct AugmentOptions {
+  int64_t crop_padding = 0;  // P >= 0; 0: no random crop
+  bool hflip = false;
+  bool enabled() const { return crop_padding > 0 || hflip; }
+};
+
 struct LoaderOptions {
   std::string split = "train";
   int prefetch_depth = 2;        // batches prepared ahead by a background thread; 0 = synchronous
@@ -42,13 +55,15 @@ struct LoaderOptions {
   Sharding sharding = Sharding::kIndex;
   int64_t shuffle_buffer = 8192; // kFiles only: samples in the shuffle buffer
   std::size_t chunk_cache_bytes = 64u << 20;  // HDF5 chunk cache per x dataset
+  AugmentOptions augment;        // the seed is the sampler's
 };
 
 class TrainLoader {
  public:
   // sampler.dataset_size may be 0 (it is taken from the split); otherwise it must equal the split's size.
   // Throws (before any thread starts) for bad options, a missing split, fewer samples than one global
-  // batch (saying how many ranks x batch would fit), or kFiles with fewer shard files than ranks.
+  // batch (saying how many ranks x batch would fit), kFiles with fewer shard files than ranks, or
+  // augmentation of samples that are not images.
   TrainLoader(const Dataset& dataset, SamplerOptions sampler, LoaderOptions options = {});
   ~TrainLoader();  // stops the prefetch thread; never throws
   TrainLoader(const TrainLoader&) = delete;

@@ -17,6 +17,7 @@ struct DatasetHeader {
   std::vector<int64_t> sample_shape;
   DType x_dtype = DType::kUInt8;
   Scaling scaling;
+  std::vector<std::string> class_names;  // optional: empty, or one name per class
 };
 
 struct WriteOptions {

@@ -27,12 +27,18 @@ RankPlan plan_ranks(const LaunchOptions& options, const HostFacts& facts, const 
 
 // argv for execv: mpirun, -np, [--hostfile], binding, [--oversubscribe], [--allow-run-as-root],
 // --tag-output, -x exports (thread counts, MIRROR_RESTART_COUNT=restart, MIRROR_*, NCCL_*, PATH,
-// LD_LIBRARY_PATH), then the program and its arguments unchanged.
+// LD_LIBRARY_PATH), the --mpi-args words, then the program and its arguments unchanged.
 std::vector<std::string> build_mpirun_command(const std::string& mpirun, const LaunchOptions& options,
                                               const RankPlan& plan, const HostFacts& facts, int restart = 0);
 
 // POSIX-shell quoting: words with only safe characters stay as they are, others go in single quotes.
 std::string shell_quote(const std::string& word);
 std::string format_command(const std::vector<std::string>& argv);
+
+// The words of a POSIX-shell-like string (as Python's shlex.split, which horovodrun uses for --mpi-args):
+// blanks separate words; single quotes keep everything literally; double quotes keep everything but \"
+// and \\; a backslash outside quotes keeps the next character. Throws mirror::Error(kInvalidArgument)
+// for an unterminated quote or a trailing backslash.
+std::vector<std::string> split_shell_words(const std::string& text);
 
 }  // namespace mirror::launch

@@ -1,6 +1,7 @@
 // mirror/launch/hostfile.h — checks an Open MPI hostfile before mirrorrun hands it to mpirun, so a missing,
 // empty or mistyped file is a clear error up front. Accepted lines: "host", "host slots=N",
-// "host slots=N max_slots=M" (max-slots also), blank lines and '#' comments.
+// "host slots=N max_slots=M" (max-slots also), blank lines and '#' comments. A host named twice is an error
+// (Open MPI would add the slots up silently; a repeated line is far more often a mistake).
 #pragma once
 
 #include <optional>
@@ -15,7 +16,9 @@ struct HostEntry {
   std::optional<int> max_slots;
 };
 
-// Parses hostfile text; `name` is used in messages. Throws mirror::Error(kFormat) naming the line.
+// Parses hostfile text; `name` is used in messages. Throws mirror::Error(kFormat) naming the line: a word
+// that is not a host name first, an unknown field, slots/max_slots not a positive integer, slots above
+// max_slots, a repeated host, or no host at all.
 std::vector<HostEntry> parse_hostfile(const std::string& text, const std::string& name);
 
 // Reads and parses the file. Throws mirror::Error(kIo) when it cannot be read, kFormat when it is empty

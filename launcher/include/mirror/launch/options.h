@@ -16,6 +16,8 @@ struct LaunchOptions {
   bool verbose = false;           // --verbose: print the plan and the command line before running
   double grace_period_s = 30.0;   // --grace-period S: after SIGINT/SIGTERM, time ranks get before SIGKILL
   double restart_delay_s = 1.0;   // --restart-delay S: pause between a failure and the next attempt
+  double failure_grace_s = 5.0;   // --failure-grace S: after a rank's fatal error, time mpirun gets to end the job
+  std::vector<std::string> mpi_args;  // --mpi-args "...": extra mpirun words (shell-split), before the program
   std::vector<std::string> command;  // PROGRAM and its arguments, passed through untouched
 };
 

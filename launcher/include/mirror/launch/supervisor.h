@@ -14,6 +14,8 @@ namespace mirror::launch {
 struct SupervisorOptions {
   int max_restarts = 0;          // restarts allowed after failures (not after a user's signal)
   double grace_period_s = 30.0;  // after the first SIGINT/SIGTERM: time before everything is killed
+  double failure_grace_s = 5.0;  // after a rank's fatal error (reports_fatal_error): time mpirun gets to end
+                                 // the job before mirrorrun kills it and what it started (exit code 1)
   double restart_delay_s = 1.0;  // pause before a restart (a signal during it stops the job)
   bool verbose = false;          // print each attempt's command line
 };
@@ -23,6 +25,7 @@ struct JobOutcome {
   int exit_code = 0;        // mpirun's exit status, or 128 + signal when mpirun itself died of a signal
   int term_signal = 0;      // the signal that ended mpirun, 0 when it exited
   int interrupt_signal = 0; // SIGINT/SIGTERM the user sent mirrorrun during the attempt, 0 when none
+  bool ended_after_failure = false;  // mirrorrun killed mpirun --failure-grace s after a rank's fatal error
   bool succeeded() const { return exit_code == 0 && interrupt_signal == 0; }
   std::string describe() const;  // "exit code 3", "killed by signal 9 (Killed)", "interrupted by SIGTERM"
 };

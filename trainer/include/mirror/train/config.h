@@ -13,6 +13,7 @@
 #include "mirror/nn/device.h"
 #include "mirror/nn/optimizer.h"
 #include "mirror/nn/schedule.h"
+#include "mirror/telemetry/timeline.h"
 
 namespace mirror::train {
 
@@ -91,6 +92,10 @@ struct TrainConfig {
   int eval_every = 1;               // epochs; 0 = never
   std::string metrics;              // JSONL file written by rank 0
   Toggle progress = Toggle::kAuto;   // auto: on when the output is a terminal
+  std::string tensorboard;          // TensorBoard event files in this directory (rank 0); docs/telemetry.md
+  std::int64_t tensorboard_every = 10;  // steps between the train/loss and train/lr scalars
+  std::string timeline;             // one Chrome trace-event JSON of every rank (rank 0 writes)
+  telemetry::TimelineWindow timeline_steps{5, 24};  // --timeline-steps A:B (steps counted from 1)
 };
 
 // Parses argv into `config`. Returns std::nullopt to go on, or the exit code to return now (0 after --help,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mirror/coll/communicator.h"
+#include "mirror/telemetry/timeline.h"
 
 namespace mirror::train {
 
@@ -51,6 +52,10 @@ class GradientBucketer {
   std::size_t bucket_numel(std::size_t b) const { return buckets_[b].numel; }
   std::size_t started_before_finish() const { return started_before_finish_; }
   double last_wait_seconds() const { return last_wait_seconds_; }
+  // Records each bucket's reduction on the timeline's communication track while it records: from the later
+  // of its start and the previous bucket's completion (the communicator runs them in order) to when this
+  // thread first saw it complete (checked at every gradient backward reports, and in finish()).
+  void set_timeline(telemetry::Timeline* timeline) { timeline_ = timeline; }
 
  private:
   struct Bucket {
@@ -60,8 +65,11 @@ class GradientBucketer {
     std::size_t block = 0;      // sharded: elements per rank (the tail, numel - block * size, is all-reduced)
     bool started = false;
     coll::Work work, tail_work;
+    std::int64_t start_ns = 0, done_ns = 0;  // timeline only
   };
   void start(Bucket& b, bool async);
+  void note_completions();                    // timeline: stamps started buckets seen complete
+  void record_buckets();                      // timeline: one span per bucket of the step
 
   coll::Communicator& comm_;
   float* grads_;
@@ -74,6 +82,7 @@ class GradientBucketer {
   bool sync_ = true;
   std::size_t started_before_finish_ = 0;
   double last_wait_seconds_ = 0.0;
+  telemetry::Timeline* timeline_ = nullptr;
 };
 
 }  // namespace mirror::train

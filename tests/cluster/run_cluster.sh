@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# run_cluster.sh CASE — jobs across the hosts of a test cluster (scripts/cluster.sh), run by CTest (label
+# `cluster`). Programs come from the environment: MPIEXEC, MPIEXEC_FLAGS, HOST_PROBE, MIRRORRUN, TRAINER,
+# MIRROR_DATA, MIRROR_CKPT, MIRROR_EVAL, COLL_TESTS (':'-separated MPI gtest binaries).
+#   hosts        2 hosts x 2 ranks, host_probe under mpirun --hostfile and under mirrorrun --hostfile: 2
+#                distinct host names, local ranks 0,1 on each (MPI and the environment agree), a /dev/shm of
+#                each host's own, a cross-host allreduce exact; no process left on a host; `down` leaves
+#                nothing behind.
+#   train        trainer (mlp:64, 1 epoch of synthetic data) on 2 hosts x 1 and 2 hosts x 2 ranks, under
+#                mirrorrun and under plain mpirun: the final parameters agree within 1e-5 with the same world
+#                size on one host, and bit for bit between the two launchers; mirror-eval across the hosts gives
+#                the one-host accuracy.
+#   collectives  the collectives' MPI test suites (COLL_TESTS) on 2 hosts x 2 ranks.
+source "$(dirname "$0")/cluster_lib.sh"
+case_name="$1"
+
+# check_layout OUTPUT HOSTS... — host_probe's table for ranks placed by slot (ranks 2h, 2h+1 on host h).
+check_layout() {
+  local out="$1"; shift
+  local hosts=("$@") r h
+  grep -q "^allreduce ok" <<<"$out" || fail "no 'allreduce ok': $out"
+  for ((r = 0; r < 2 * ${#hosts[@]}; r++)); do
+    h="${hosts[$((r / 2))]}"
+    grep -qx "rank $r host $h local $((r % 2))/2 env-local $((r % 2)) shm-peers 2" <<<"$out" \
+      || fail "rank $r: expected 'host $h local $((r % 2))/2 env-local $((r % 2)) shm-peers 2' in: $out"
+  done
+  local distinct
+  distinct="$(grep -o ' host [^ ]*' <<<"$out" | sort -u | wc -l)"
+  [ "$distinct" -eq "${#hosts[@]}" ] || fail "expected ${#hosts[@]} distinct host names, got $distinct: $out"
+}
+
+hosts_case() {
+  cluster_up hs 2
+  local hosts2 out rc=0
+  hosts2="$(hostfile 2)"
+  # shellcheck disable=SC2086
+  out="$(timeout 60 "$MPIEXEC" -np 4 --hostfile "$hosts2" $MPIEXEC_FLAGS "$HOST_PROBE" "probe-$PREFIX" 2>&1)" || rc=$?
+  echo "$out"
+  [ "$rc" -eq 0 ] || fail "mpirun --hostfile: exit $rc"
+  check_layout "$out" "${HOSTS[@]}"
+  no_process_on_hosts
+  rc=0
+  out="$(timeout 60 "$MIRRORRUN" --hostfile "$hosts2" -- "$HOST_PROBE" "probe-$PREFIX" 2>&1)" || rc=$?
+  echo "$out"
+  [ "$rc" -eq 0 ] || fail "mirrorrun --hostfile: exit $rc"
+  grep -q "^\[r0\] rank 3 host ${HOSTS[1]} " <<<"$out" || fail "mirrorrun: rank 0's lines do not start with [r0]"
+  check_layout "$(sed 's/^\[r0\] //' <<<"$out")" "${HOSTS[@]}"
+  no_process_on_hosts
+  cluster_down_and_check
+}
+
+# --- train ---
+train_args() {  # CKPT_DIR
+  echo --data "$TMP/d.h5" --model mlp:64 --epochs 1 --batch-size 8 --device cpu --progress off --seed 7 \
+    --timeout 30 --checkpoint-dir "$1"
+}
+# train_run NAME LAUNCHER HOSTFILE NP — one training job; its final checkpoint is TMP/NAME/final.
+train_run() {
+  local name="$1" launcher="$2" hosts="$3" np="$4" rc=0 out
+  if [ "$launcher" = mirrorrun ]; then
+    # shellcheck disable=SC2046
+    out="$(timeout 90 "$MIRRORRUN" --hostfile "$hosts" -- "$TRAINER" $(train_args "$TMP/$name") 2>&1)" || rc=$?
+  else
+    # shellcheck disable=SC2046,SC2086
+    out="$(timeout 90 "$MPIEXEC" -np "$np" --hostfile "$hosts" $MPIEXEC_FLAGS "$TRAINER" $(train_args "$TMP/$name") 2>&1)" || rc=$?
+  fi
+  echo "--- $name ($launcher, $(tr '\n' ' ' <"$hosts")):"
+  grep -E "ranks on|checkpoint:" <<<"$out" || true
+  [ "$rc" -eq 0 ] || fail "$name: exit $rc: $out"
+  grep -q "mirror trainer: $np ranks" <<<"$out" || fail "$name: the banner does not say $np ranks: $out"
+  grep -q "checkpoint: $TMP/$name/" <<<"$out" || fail "$name: rank 0 wrote no checkpoint: $out"
+  no_process_on_hosts
+  local last
+  last="$(ls "$TMP/$name"/ckpt-*.h5 | sort | tail -1)"
+  ln -s "$last" "$TMP/$name/final"
+}
+# same_params A B TOL — mirror-ckpt diff of two runs' final checkpoints.
+same_params() {
+  local out rc=0
+  out="$("$MIRROR_CKPT" diff "$TMP/$1/final" "$TMP/$2/final" --tol "$3" 2>&1)" || rc=$?
+  [ "$rc" -eq 0 ] || fail "$1 vs $2: parameters differ by more than $3: $out"
+  echo "$1 vs $2 (tol $3): $(grep -o 'max |a-b| [^ ]*' <<<"$out" | sort -k3 -g | tail -1)"
+}
+eval_accuracy() {  # LAUNCHER HOSTFILE NP — mirror-eval of the 2x2 run's checkpoint; prints "loss L accuracy A"
+  local out
+  if [ "$1" = mirrorrun ]; then
+    out="$(timeout 60 "$MIRRORRUN" --hostfile "$2" -- "$MIRROR_EVAL" --checkpoint "$TMP/m22" --data "$TMP/d.h5" 2>&1)"
+  else
+    # shellcheck disable=SC2086
+    out="$(timeout 60 "$MPIEXEC" -np "$3" --hostfile "$2" $MPIEXEC_FLAGS "$MIRROR_EVAL" --checkpoint "$TMP/m22" --data "$TMP/d.h5" 2>&1)"
+  fi
+  grep -o "loss [0-9.]*  accuracy [0-9.]*" <<<"$out" | head -1
+}
+
+train_case() {
+  cluster_up tr 2
+  "$MIRROR_DATA" synth --out "$TMP/d.h5" --train 4000 --test 400 --features 32 --classes 4 --seed 3 >/dev/null
+  local one1="$TMP/one.2" one2="$TMP/one.4"
+  echo "${HOSTS[0]} slots=2" >"$one1"
+  echo "${HOSTS[0]} slots=4" >"$one2"
+  train_run ref2 mpirun "$one1" 2
+  train_run m21 mirrorrun "$(hostfile 1)" 2
+  train_run p21 mpirun "$(hostfile 1)" 2
+  same_params ref2 m21 1e-5
+  same_params m21 p21 0
+  train_run ref4 mpirun "$one2" 4
+  train_run m22 mirrorrun "$(hostfile 2)" 4
+  train_run p22 mpirun "$(hostfile 2)" 4
+  same_params ref4 m22 1e-5
+  same_params m22 p22 0
+  local across one
+  across="$(eval_accuracy mirrorrun "$(hostfile 2)" 4)"
+  one="$(eval_accuracy mpirun "$one2" 4)"
+  echo "mirror-eval across hosts: $across; on one host: $one"
+  [ -n "$across" ] || fail "mirror-eval across the hosts printed no accuracy"
+  [ "${across##* }" = "${one##* }" ] || fail "mirror-eval accuracy across hosts ($across) differs from one host ($one)"
+  no_process_on_hosts
+  cluster_down_and_check
+}
+
+collectives_case() {
+  cluster_up co 2
+  local hosts t out rc name
+  hosts="$(hostfile 2)"
+  IFS=: read -r -a tests <<<"$COLL_TESTS"
+  for t in "${tests[@]}"; do
+    name="$(basename "$t")"
+    rc=0
+    local t0; t0=$(now_ms)
+    # shellcheck disable=SC2086
+    out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS "$t" 2>&1)" || rc=$?
+    [ "$rc" -eq 0 ] || fail "$name on 2 hosts x 2 ranks: exit $rc: $(grep -E 'FAILED|Failure|error' <<<"$out" | head -20)"
+    grep -q "^\[  PASSED  \]" <<<"$out" || fail "$name: no PASSED line: $out"
+    echo "$name: $(grep "^\[  PASSED  \]" <<<"$out" | head -1) ($(( $(now_ms) - t0 )) ms, 2 hosts x 2 ranks)"
+    no_process_on_hosts
+  done
+  cluster_down_and_check
+}
+
+case "$case_name" in
+  hosts) hosts_case ;;
+  train) train_case ;;
+  collectives) collectives_case ;;
+  *) fail "unknown case $case_name" ;;
+esac
+echo "ok: $case_name"
