@@ -128,7 +128,8 @@ collectives_case() {
     rc=0
     local t0; t0=$(now_ms)
     # shellcheck disable=SC2086
-    out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS "$t" 2>&1)" || rc=$?
+    out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS -x MIRROR_TEST_REAL_HOSTS=1 \
+      "$t" 2>&1)" || rc=$?
     [ "$rc" -eq 0 ] || fail "$name on 2 hosts x 2 ranks: exit $rc: $(grep -E 'FAILED|Failure|error' <<<"$out" | head -20)"
     grep -q "^\[  PASSED  \]" <<<"$out" || fail "$name: no PASSED line: $out"
     echo "$name: $(grep "^\[  PASSED  \]" <<<"$out" | head -1) ($(( $(now_ms) - t0 )) ms, 2 hosts x 2 ranks)"
