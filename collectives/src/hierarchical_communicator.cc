@@ -80,9 +80,16 @@ HierarchicalCommunicator::HierarchicalCommunicator(const CommOptions& options, c
       host_(t.host()),
       local_(t.rank % (t.size / t.hosts)),
       intra_(std::move(intra)),
-      cross_(std::move(cross)) {}
+      cross_(std::move(cross)),
+      notices_(std::make_unique<MpiNotices>(t.comm)) {  // collective: every rank builds it together
+  // A rank waiting across hosts stops as soon as any rank announces a failure, and answers it.
+  cross_->serve_as_part([n = notices_.get()] { return n->pending(); });
+}
 
-HierarchicalCommunicator::~HierarchicalCommunicator() { stop_queue(); }
+HierarchicalCommunicator::~HierarchicalCommunicator() {
+  stop_queue();
+  if (failed()) notices_->keep_comm_on_destroy();  // abandoned notices stay out of later communicators
+}
 
 std::vector<Statistic> HierarchicalCommunicator::statistics() const { return intra_->statistics(); }
 
@@ -107,10 +114,12 @@ unsigned char* HierarchicalCommunicator::space(std::vector<unsigned char>& v, st
 Error HierarchicalCommunicator::explain(const CollectiveCall& call, const Error& e) {
   std::string stage;
   stage.swap(stage_);
-  if (stage.empty()) return e;
-  return Error(e.kind(), call.describe(size_) + " failed on rank " + std::to_string(rank_) + " in its " + stage +
-                             ": " + e.message(),
-               __FILE__, __LINE__);
+  if (size_ == 1) return e;
+  if (stage.empty()) return explain_collective_failure(*notices_, call, e, options_.timeout, size_);
+  const Error in_stage(e.kind(), call.describe(size_) + " failed on rank " + std::to_string(rank_) + " in its " +
+                                     stage + ": " + e.message(),
+                       __FILE__, __LINE__);
+  return explain_collective_failure(*notices_, call, in_stage, options_.timeout, size_);
 }
 
 void HierarchicalCommunicator::run(const CollectiveCall& call, const OpContext&) {

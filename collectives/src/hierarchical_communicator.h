@@ -17,8 +17,10 @@
 // Every rank gets bit-identical results. The consistency check (CommOptions::check_consistency) compares
 // every call's fingerprint before any data moves: among the host's ranks (shm allgather), then, with a
 // "my host disagrees" flag, among each local index's peers (MPI allgather); the inner communicators run
-// without their own check. An error inside a stage is raised naming the call and the stage (whose rank
-// numbers it explains). Queued and numbered like every host backend (QueuedCommunicator).
+// without their own check. An error inside a stage names the call and the stage (whose rank numbers it
+// explains), and is then explained over the whole job as the mpi backend does (failure_notices.h): the rank
+// announces it on its own MpiNotices over all ranks, listens a grace period, and names in world ranks the
+// ranks that did not arrive and those in the call. Queued and numbered like every host backend.
 #pragma once
 
 #include <memory>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "backend_table.h"
+#include "failure_notices.h"
 #include "mpi_communicator.h"
 #include "queued_communicator.h"
 #include "shm_communicator.h"
@@ -65,6 +68,7 @@ class HierarchicalCommunicator final : public QueuedCommunicator {
   const int local_;     // this rank's index inside its host
   std::unique_ptr<ShmCommunicator> intra_;
   std::unique_ptr<MpiCommunicator> cross_;
+  std::unique_ptr<MpiNotices> notices_;  // over all ranks: failures explained in world ranks
   // Executing thread only:
   std::string stage_;  // the stage running now (for explain), empty outside one
   std::vector<unsigned char> wide_, t1_, t2_;

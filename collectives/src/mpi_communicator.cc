@@ -42,6 +42,11 @@ MpiCommunicator::MpiCommunicator(MPI_Comm group, const CommOptions& options)
   transport_->set_interrupt([n = notices_.get()] { return n->pending(); });
 }
 
+void MpiCommunicator::serve_as_part(std::function<bool()> interrupt) {
+  explained_by_owner_ = true;
+  transport_->set_interrupt([n = notices_.get(), check = std::move(interrupt)] { return n->pending() || check(); });
+}
+
 MpiCommunicator::~MpiCommunicator() {
   stop_queue();  // the running op finishes first
   if (failed()) {  // abandoned messages must not reach a later communicator (see keep_comm_on_destroy)
@@ -70,7 +75,7 @@ void MpiCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
 }
 
 Error MpiCommunicator::explain(const CollectiveCall& call, const Error& e) {
-  if (!notices_ || size_ == 1) return e;
+  if (!notices_ || size_ == 1 || explained_by_owner_) return e;
   return explain_collective_failure(*notices_, call, e, options_.timeout, size_);
 }
 

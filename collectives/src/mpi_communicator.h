@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 
 #include "backend_table.h"
@@ -33,6 +34,11 @@ class MpiCommunicator final : public QueuedCommunicator {
   // thread is used when options.progress_thread and MPI gave MPI_THREAD_MULTIPLE.
   MpiCommunicator(MPI_Comm group, const CommOptions& options);
   ~MpiCommunicator() override;
+  // As a part of a communicator that explains failures itself over all its ranks (hierarchical): waits
+  // also stop (kRemote) when `interrupt` says so, and failures are raised as they are, without this
+  // communicator's own announce-and-listen (which would keep this rank from answering the owner's
+  // notices for a grace period). Set before the first call.
+  void serve_as_part(std::function<bool()> interrupt);
 
  private:
   void run(const CollectiveCall& call, const OpContext& ctx) override;
@@ -46,6 +52,7 @@ class MpiCommunicator final : public QueuedCommunicator {
   Transport* algo_transport_ = nullptr;  // what the algorithms use: checked_ or transport_
   std::unique_ptr<MpiNotices> notices_;
   CommOptions options_;
+  bool explained_by_owner_ = false;  // serve_as_part
   Workspace workspace_;  // used by the executing thread only (one op at a time)
 };
 

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
+#include <thread>
 
 #include "mpi_check.h"
 
@@ -77,6 +79,9 @@ std::string MpiRuntime::hostname() {
 void MpiRuntime::abort_job(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
+  // The other ranks that failed in the same collective finish explaining it within milliseconds of this one
+  // (over the hierarchical backend one stage after another); MPI_Abort kills them at once, so let them say it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   if (initialized()) MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
   std::_Exit(code == 0 ? 1 : code);
 }

@@ -131,7 +131,8 @@ collectives_case() {
     rc=0
     local t0; t0=$(now_ms)
     # shellcheck disable=SC2086
-    out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS "$t" 2>&1)" || rc=$?
+    out="$(GTEST_COLOR=no timeout 120 "$MPIEXEC" -np 4 --hostfile "$hosts" $MPIEXEC_FLAGS -x MIRROR_TEST_REAL_HOSTS=1 \
+      "$t" 2>&1)" || rc=$?
     if [ "$rc" -ne 0 ]; then
       grep -E -A6 'Failure|FAILED|error' <<<"$out" | head -80
       fail "$name on 2 hosts x 2 ranks: exit $rc after $(( $(now_ms) - t0 )) ms (its failures above)"

@@ -79,7 +79,8 @@ hier_stall_case() {
     [ -n "$line" ] || fail "hier-stall: rank $r printed no error: $out"
     grep -q "allreduce #5" <<<"$line" || fail "hier-stall: rank $r: op and seq not named: $line"
     grep -q "(timeout at" <<<"$line" || fail "hier-stall: rank $r: not a timeout: $line"
-    grep -Eq "stage inside host 1|stage between hosts" <<<"$line" || fail "hier-stall: rank $r: no stage named: $line"
+    grep -Eq "stage inside host 1|stage between hosts|did not arrive: rank 3" <<<"$line" \
+      || fail "hier-stall: rank $r: neither the stage nor the missing rank 3 named: $line"
     e=$(error_ms $r)
     d=$((e - f))
     [ "$d" -le 5000 ] || fail "hier-stall: rank $r reported ${d} ms after the stall began (timeout 2000 ms + 3 s allowed)"

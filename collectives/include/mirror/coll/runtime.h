@@ -23,7 +23,8 @@ class MpiRuntime {
   static std::string hostname();
   static bool initialized();
 
-  // Ends every rank of the job with `code` (MPI_Abort); used by main() after printing an error.
+  // Ends every rank of the job with `code` (MPI_Abort, after 250 ms in which the other ranks that failed in
+  // the same collective can print their own error); used by main() after printing an error.
   [[noreturn]] static void abort_job(int code);
 };
 
