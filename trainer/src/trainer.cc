@@ -12,10 +12,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 
 #include "batch_tensor.h"
+#include "mirror/agreed_error.h"
 #include "mirror/error.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/finite.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/evaluate.h"
 
@@ -295,6 +298,7 @@ void Trainer::train_step(EpochTimes& times) {
     bucketer_->finish();
   }
   times.comm_wait += bucketer_->last_wait_seconds();
+  agree_on_step(pos_.loss_sum - loss_before);  // collective; throws before a non-finite step is applied
   ++times.steps;
   const auto optimizer_start = Clock::now();
   const float lr = schedule_->lr_at(pos_.step);
@@ -343,12 +347,39 @@ void Trainer::micro_step(std::int64_t k, EpochTimes& times) {
   pos_.micro += 1;
 }
 
-bool Trainer::stop_requested() {
-  if (!ctx_.stop_requested) return false;
-  std::int32_t flag = ctx_.stop_requested->load() ? 1 : 0;
-  control_.allreduce(&flag, &flag, 1, coll::DataType::kInt32, coll::ReduceOp::kMax);
-  return flag != 0;
+// One small all-reduce per step carries both verdicts every rank must share: a stop request (SIGTERM on any
+// rank stops all after this step) and whether this step's loss (per rank) or its averaged gradients (this
+// rank's owned ranges: all of them, or its shard) hold a NaN or Inf. The gradient test is one pass over the
+// reduced gradients (docs/training.md measures it).
+void Trainer::agree_on_step(double step_loss) {
+  std::int64_t bad_grads = 0;
+  for (const nn::Optimizer::Range& r : owned_)
+    bad_grads += nn::count_non_finite(device_, model_->grads() + r.begin, r.end - r.begin);
+  std::int32_t flags[3] = {ctx_.stop_requested && ctx_.stop_requested->load() ? 1 : 0, std::isfinite(step_loss) ? 0 : 1,
+                           bad_grads > 0 ? 1 : 0};
+  control_.allreduce(flags, flags, 3, coll::DataType::kInt32, coll::ReduceOp::kMax);
+  stop_agreed_ = flags[0] != 0;
+  if (flags[1] == 0 && flags[2] == 0) return;
+  bar_->clear();
+  std::ostringstream what;
+  what << (flags[1] ? "the loss" : "") << (flags[1] && flags[2] ? " and " : "")
+       << (flags[2] ? "the averaged gradients" : "");
+  throw_diverged(pos_.step + 1, what.str() + " turned non-finite (NaN or Inf); the step was not applied");
 }
+
+// `step` counted from 1, as in TensorBoard and the timeline.
+void Trainer::throw_diverged(std::int64_t step, const std::string& what) const {
+  const std::string kept = summary_.last_checkpoint.empty() ? std::string("no checkpoint was written")
+                                                            : "the last good checkpoint is " + summary_.last_checkpoint;
+  const Error e(ErrorKind::kInvalidArgument,
+                "training diverged at step " + std::to_string(step) + " (epoch " +
+                    std::to_string(pos_.epoch + 1) + "): " + what + "; " + kept +
+                    ". Lower --lr, add --warmup-steps, or check the data",
+                __FILE__, __LINE__);
+  throw AgreedError(e, exit_code::kNonFinite);
+}
+
+bool Trainer::stop_requested() { return stop_agreed_; }
 
 void Trainer::end_epoch(const EpochTimes& times) {
   bar_->clear();
@@ -432,6 +463,11 @@ void Trainer::save_checkpoint() {
   // A sharded optimizer's state is current only in each rank's own ranges: gather it first.
   for (std::size_t i = 0; i < optimizer_->state_names().size(); ++i) bucketer_->gather(optimizer_->state_data(i));
   agree_on_buffers();
+  // Never a checkpoint of broken parameters (finite gradients can still overflow them): every rank holds
+  // all of them after the gathers, and the ranks agree on the verdict.
+  std::int32_t bad = nn::count_non_finite(device_, model_->params(), model_->num_parameters()) > 0 ? 1 : 0;
+  control_.allreduce(&bad, &bad, 1, coll::DataType::kInt32, coll::ReduceOp::kMax);
+  if (bad) throw_diverged(pos_.step, "the parameters it produced are not finite (NaN or Inf) and were not saved");
   if (rank_ == 0) {
     RunPosition saved = pos_;
     saved.loss_sum = sums.loss_sum;

@@ -59,7 +59,11 @@ class Trainer {
   EpochEnd run_epoch();
   void train_step(EpochTimes& times);
   void micro_step(std::int64_t k, EpochTimes& times);
-  bool stop_requested();         // collective: any rank's request stops all
+  // Collective, after the gradients are reduced and before the optimizer step: shares the stop request
+  // and throws AgreedError(kNonFinite) on every rank when the step's loss or gradients are not finite.
+  void agree_on_step(double step_loss);
+  [[noreturn]] void throw_diverged(std::int64_t step, const std::string& what) const;
+  bool stop_requested();         // what agree_on_step found: any rank's request stops all
   void end_epoch(const EpochTimes& times);
   std::string metrics_line(const EpochTimes& times, double test_loss, double test_acc, bool evaluated);
   void save_checkpoint();        // collective; rank 0 writes
@@ -95,6 +99,7 @@ class Trainer {
   RunPosition pos_;
   TrainSummary summary_;
   bool resumed_ = false;
+  bool stop_agreed_ = false;
   std::int64_t last_checkpoint_step_ = -1;
   nn::Tensor staging_, dlogits_;
   data::Batch batch_;
