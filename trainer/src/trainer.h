@@ -22,11 +22,15 @@
 #include "mirror/train/config.h"
 #include "mirror/train/grad_sync.h"
 #include "mirror/train/training.h"
+#include "best_tracker.h"
 #include "progress.h"
 #include "replica_reducer.h"
 #include "state_transfer.h"
 
 namespace mirror::train {
+
+// Rank 0: makes best.h5 in `dir` the checkpoint file `checkpoint` (atomically).
+void keep_as_best(const std::string& checkpoint, const std::string& dir);
 
 class Trainer {
  public:
@@ -45,7 +49,8 @@ class Trainer {
   };
 
   // Setup, in order.
-  void setup_model();            // device, dataset, model, shared gradient/parameter memory
+  void setup_model();            // device, dataset, model (no collectives)
+  void setup_shared_memory();    // collective: gradients (and sharded parameters) in shared buffers
   void setup_data_and_optimizer();
   void restore_state();          // initial parameters from rank 0, or a checkpoint
   void setup_gradient_sync();
@@ -66,6 +71,10 @@ class Trainer {
   bool stop_requested();         // what agree_on_step found: any rank's request stops all
   void end_epoch(const EpochTimes& times);
   std::string metrics_line(const EpochTimes& times, double test_loss, double test_acc, bool evaluated);
+  struct BestVerdict {
+    bool improved = false, stop = false;
+  };
+  BestVerdict judge_epoch();     // collective: rank 0's --keep-best / --early-stop verdict on the epoch
   void save_checkpoint();        // collective; rank 0 writes
   void save_epoch_checkpoint();  // at an epoch's end, stored as the start of the next epoch
   // --no-sync-bn: the ranks' running statistics averaged (before checkpoints and evaluation).
@@ -100,6 +109,8 @@ class Trainer {
   TrainSummary summary_;
   bool resumed_ = false;
   bool stop_agreed_ = false;
+  bool early_stopped_ = false;
+  std::optional<BestTracker> best_;
   std::int64_t last_checkpoint_step_ = -1;
   nn::Tensor staging_, dlogits_;
   data::Batch batch_;

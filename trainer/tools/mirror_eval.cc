@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/runtime.h"
@@ -15,6 +17,7 @@
 #include "mirror/train/checkpoint.h"
 #include "mirror/nn/device.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/setup_agreement.h"
 #include "mirror/nn/model.h"
 #include "mirror/train/cli_checks.h"
 #include "mpi_main.h"
@@ -61,16 +64,26 @@ int run(const EvalOptions& o, int rank) {
   comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
   auto control = coll::make_communicator(comm_options);
 
-  // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on.
-  const std::string path = resolve_checkpoint(o.checkpoint);
-  const train::CheckpointState state = train::read_checkpoint(path);
-  const data::Dataset dataset = data::Dataset::open(o.data);
-  const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-  nn::Model model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
-  model.params_from_host(checked_values(path, "parameters", state.params, model.parameters(), model.num_parameters()));
-  model.buffers_from_host(checked_values(path, "buffer values", state.buffers, model.buffers(),
-                                         model.num_buffer_values()));
-  train::check_dataset_fits(model, dataset);
+  // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on. What
+  // every rank finds wrong here ends the job with one error line and exit code 3 (setup_agreement.h).
+  std::string path;
+  train::CheckpointState state;
+  std::optional<data::Dataset> dataset_holder;
+  std::unique_ptr<nn::Model> model_holder;
+  train::run_agreed_setup(*control, [&] {
+    path = resolve_checkpoint(o.checkpoint);
+    state = train::read_checkpoint(path);
+    dataset_holder.emplace(data::Dataset::open(o.data));
+    const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
+    model_holder = std::make_unique<nn::Model>(state.model_description, nn::Shape(state.sample_shape),
+                                               state.num_classes, device);
+    nn::Model& m = *model_holder;
+    m.params_from_host(checked_values(path, "parameters", state.params, m.parameters(), m.num_parameters()));
+    m.buffers_from_host(checked_values(path, "buffer values", state.buffers, m.buffers(), m.num_buffer_values()));
+    train::check_dataset_fits(m, *dataset_holder);
+  });
+  const data::Dataset& dataset = *dataset_holder;
+  nn::Model& model = *model_holder;
 
   // Predictions: each rank writes its rows to a part file; rank 0 joins them in rank (= sample) order.
   std::ofstream part;
