@@ -31,10 +31,18 @@ struct EvalOptions {
   std::int64_t batch_size = 256;
   int blas_threads = 1;
   double timeout_s = 300;
+  bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
 };
 
-// A directory means its newest checkpoint that verifies.
-std::string resolve_checkpoint(const std::string& path) {
+// A directory means its newest checkpoint that verifies, or with --best its best.h5 (trainer --keep-best).
+std::string resolve_checkpoint(const std::string& path, bool best) {
+  if (best) {
+    MIRROR_CHECK(std::filesystem::is_directory(path), kInvalidArgument,
+                 "--best takes a checkpoint directory (it reads DIR/best.h5), got " << path);
+    const std::string file = (std::filesystem::path(path) / "best.h5").string();
+    MIRROR_CHECK(std::filesystem::exists(file), kIo, "no best.h5 in " << path << "; train with --keep-best METRIC");
+    return file;
+  }
   if (!std::filesystem::is_directory(path)) return path;
   std::vector<std::string> skipped;
   auto latest = train::latest_valid_checkpoint(path, &skipped);
@@ -71,7 +79,7 @@ int run(const EvalOptions& o, int rank) {
   std::optional<data::Dataset> dataset_holder;
   std::unique_ptr<nn::Model> model_holder;
   train::run_agreed_setup(*control, [&] {
-    path = resolve_checkpoint(o.checkpoint);
+    path = resolve_checkpoint(o.checkpoint, o.best);
     state = train::read_checkpoint(path);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
@@ -155,6 +163,7 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint", o.checkpoint, "checkpoint file, or a directory (its newest valid checkpoint)")
         ->required();
     app.add_option("--data", o.data, "HDF5 dataset (made by mirror-data)")->required();
+    app.add_flag("--best", o.best, "with a directory: its best.h5 (trainer --keep-best) instead of the newest");
     cli::install_sentence_errors(app);
     app.add_option("--split", o.split, "split to evaluate")->check(CLI::IsMember({"test", "train"}))
         ->capture_default_str();
