@@ -7,5 +7,5 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/MirrorConfig.cmake.in
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/MirrorConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/MirrorConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/MirrorConfigVersion.cmake
-              ${CMAKE_CURRENT_LIST_DIR}/FindNCCL.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/FindNCCL.cmake ${CMAKE_CURRENT_LIST_DIR}/FindDNNL.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/Mirror)

@@ -10,6 +10,8 @@
 #   scripts/cluster.sh pids HOST                               processes on HOST (the holder excluded)
 #   scripts/cluster.sh kill HOST [SIGNAL]                      signal every process on HOST (default KILL)
 #   scripts/cluster.sh link HOST up|down                       plug / unplug HOST's cable (its bridge port)
+#   scripts/cluster.sh rate HOST RATE|off                      limit HOST's cable to RATE (tc tbf, e.g. 1gbit),
+#                                                              both directions; off removes the limit
 #   scripts/cluster.sh check                                   exit 0 when hosts can be made here, else 77
 #
 # What a host is: a network namespace (`ip netns`, named P-hI, with one interface eth0 at 10.213.K.(10+I)),
@@ -37,7 +39,7 @@ SKIP=77   # CTest SKIP_RETURN_CODE: hosts cannot be made on this machine
 die() { echo "cluster.sh: error: $*" >&2; exit 1; }
 say() { echo "cluster.sh: $*" >&2; }
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 
 # why_not — prints why namespaces cannot be made here, or nothing when they can.
 why_not() {
@@ -241,6 +243,22 @@ host_pids() {  # HOST — pids in the host's network namespace except its holder
   ip netns pids "$1" 2>/dev/null | grep -vx "${holder:-none}" || true
 }
 
+# set_rate HOST VETH RATE|off — a token bucket (tc tbf; netem is not needed) on both ends of the host's cable:
+# the bridge port's egress limits traffic to the host, the host's eth0 egress traffic from it.
+set_rate() {
+  local host="$1" veth="$2" rate="$3" pid
+  [ "$rate" = off ] || [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?([kmg]?bit)$ ]] \
+    || die "rate $host: expected off or a rate like 1gbit, 500mbit, got '$rate'"
+  pid="$(holder_pid "$host")"
+  tc qdisc del dev "$veth" root 2>/dev/null || true
+  nsenter -t "$pid" -n tc qdisc del dev eth0 root 2>/dev/null || true
+  [ "$rate" = off ] && { say "rate: $host unlimited"; return; }
+  # burst: at least rate x 1 ms (tbf needs burst >= rate / HZ), 1 MiB floor; 100 ms of queue.
+  tc qdisc add dev "$veth" root tbf rate "$rate" burst 1mb latency 100ms
+  nsenter -t "$pid" -n tc qdisc add dev eth0 root tbf rate "$rate" burst 1mb latency 100ms
+  say "rate: $host limited to $rate each way"
+}
+
 cmd_hostfile() {
   local slots="$1" dir
   dir="$(state_dir)"
@@ -255,7 +273,7 @@ main() {
   PREFIX="${MIRROR_CLUSTER_PREFIX:-mc}"
   local subnet="" slots=1 args=()
   case "$cmd" in
-    exec|pids|kill|link) ;;  # HOST first; the prefix comes from the host's name
+    exec|pids|kill|link|rate) ;;  # HOST first; the prefix comes from the host's name
     *)
       while [ $# -gt 0 ]; do
         case "$1" in
@@ -292,8 +310,12 @@ main() {
       [[ "$state" =~ ^(up|down)$ ]] || die "link $host: expected up or down, got '$state'"
       select_host "$host"
       ip link set "$(veth_name "$HOST_INDEX")" "$state" ;;
+    rate)
+      local host="${1:?rate HOST RATE|off}" rate="${2:-}"
+      select_host "$host"
+      set_rate "$host" "$(veth_name "$HOST_INDEX")" "$rate" ;;
     -h|--help|help) usage 0 ;;
-    *) die "unknown command '$cmd' (up, down, status, env, hostfile, exec, pids, kill, link, check)" ;;
+    *) die "unknown command '$cmd' (up, down, status, env, hostfile, exec, pids, kill, link, rate, check)" ;;
   esac
 }
 

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev
   libhdf5-dev hdf5-tools
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   libgtest-dev
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev

@@ -1,9 +1,11 @@
 // nccl_communicator.cc — NcclCommunicator: NCCL collectives on the communicator's own blocking CUDA
-// stream; waits poll the stream (or the op's event), ncclCommGetAsyncError and the failure notices of the
-// other ranks (MpiNotices) against the timeout; on an NCCL error, a timeout or another rank's notice the NCCL
-// communicator is aborted, this rank announces its state and listens briefly, and the error raised names the
-// collective and the ranks that did not arrive (explain_collective_failure), or the mismatch when the ranks'
-// calls at one sequence number differ.
+// stream. Validation, numbering, the timeout check and the failure latch come from CommunicatorBase, as for
+// every backend. With CommOptions::check_consistency the ranks compare each call's fingerprint on the host
+// before it is queued (a ring exchange over MPI, CheckedTransport). Waits poll the stream (or the op's
+// event), ncclCommGetAsyncError and the failure notices of the other ranks (MpiNotices) against the
+// timeout; on an NCCL error, a timeout, a mismatch or another rank's notice the NCCL communicator is
+// aborted, this rank announces its state and listens briefly, and the error raised names the collective
+// and the ranks that did not arrive (explain_collective_failure), or the mismatch.
 #include "nccl_communicator.h"
 
 #include <mpi.h>
@@ -16,6 +18,9 @@
 #include <thread>
 
 #include "call.h"
+#include "checked_transport.h"
+#include "communicator_base.h"
+#include "failure_notices.h"
 #include "mirror/coll/device.h"
 #include "mirror/coll/runtime.h"
 #include "mpi_check.h"
@@ -51,13 +56,14 @@ ncclRedOp_t to_nccl(ReduceOp op) {
   MIRROR_THROW(kInvalidArgument, "nccl backend: unsupported reduction value " << static_cast<int>(op));
 }
 
-// What the communicator and its outstanding Works share: the NCCL handle and whether it was aborted.
+// What the communicator and its outstanding Works share: the NCCL handle, whether it was aborted, and
+// the communicator's failure latch.
 struct NcclState {
   std::mutex mu;
   ncclComm_t comm = nullptr;
   int device = 0;
   bool aborted = false;
-  std::string failure;  // why it was aborted
+  std::shared_ptr<FailureLatch> latch;
   // The failure-notice channel (shared with outstanding Works; used by one thread at a time).
   std::shared_ptr<MpiNotices> notices;
   std::mutex notices_mu;
@@ -70,36 +76,29 @@ struct NcclState {
     return notices && notices->pending();
   }
 
-  // Aborts (once) and raises `kind` with `message`; during `call`, explained by what the other ranks say.
-  [[noreturn]] void fail(ErrorKind kind, const std::string& message, const char* file, int line,
-                         const CollectiveCall* call = nullptr) {
+  // Aborts the NCCL communicator (once) and raises `e`, explained by what the other ranks say when it
+  // happened during `call`; the latch keeps the first failure.
+  [[noreturn]] void fail(const Error& e, const CollectiveCall* call = nullptr) {
     {
       std::lock_guard lk(mu);
       if (!aborted) {
         aborted = true;
-        failure = message;
         if (comm) ncclCommAbort(comm);
         comm = nullptr;
       }
     }
-    Error e(kind, message, file, line);
     if (call && notices) {
       std::lock_guard lk(notices_mu);
       Error explained = explain_collective_failure(*notices, *call, e, timeout, size);
-      {
-        std::lock_guard lk2(mu);
-        failure = explained.message();
-      }
+      latch->record(explained);
       throw explained;
     }
+    latch->record(e);
     throw e;
   }
-  void check_usable(const std::string& what) {
-    std::lock_guard lk(mu);
-    if (aborted) {
-      throw Error(ErrorKind::kNccl, what + " refused: the NCCL communicator was aborted after: " + failure, __FILE__,
-                  __LINE__);
-    }
+  [[noreturn]] void fail(ErrorKind kind, const std::string& message, const char* file, int line,
+                         const CollectiveCall* call = nullptr) {
+    fail(Error(kind, message, file, line), call);
   }
 };
 
@@ -171,69 +170,49 @@ class NcclWork final : public Work::Impl {
   std::atomic<bool> done_{false};
 };
 
-class NcclCommunicator final : public Communicator {
+class NcclCommunicator final : public CommunicatorBase {
  public:
-  explicit NcclCommunicator(const CommOptions& options);
+  NcclCommunicator(const CommOptions& options, int rank, int size);
   ~NcclCommunicator() override;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Backend backend() const override { return Backend::kNccl; }
-
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
-    issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, false);
-  }
-  Work allreduce_async(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) override {
-    return issue({CallKind::kAllreduce, send, recv, count, type, op, 0, 0}, true);
-  }
-  void broadcast(void* buf, std::size_t count, DataType type, int root) override {
-    issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, false);
-  }
-  Work broadcast_async(void* buf, std::size_t count, DataType type, int root) override {
-    return issue({CallKind::kBroadcast, buf, buf, count, type, ReduceOp::kSum, root, 0}, true);
-  }
-  void allgather(const void* send, void* recv, std::size_t count, DataType type) override {
-    issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, false);
-  }
-  Work allgather_async(const void* send, void* recv, std::size_t count, DataType type) override {
-    return issue({CallKind::kAllgather, send, recv, count, type, ReduceOp::kSum, 0, 0}, true);
-  }
-  void reduce_scatter(const void* send, void* recv, std::size_t n, DataType type, ReduceOp op) override {
-    issue({CallKind::kReduceScatter, send, recv, n, type, op, 0, 0}, false);
-  }
-  Work reduce_scatter_async(const void* send, void* recv, std::size_t n, DataType type, ReduceOp op) override {
-    return issue({CallKind::kReduceScatter, send, recv, n, type, op, 0, 0}, true);
-  }
-  void barrier() override {
-    issue({CallKind::kBarrier, barrier_buf_, barrier_buf_, 1, DataType::kInt32, ReduceOp::kSum, 0, 0}, false);
-  }
   SharedBuffer allocate_shared(std::size_t bytes) override {
     MIRROR_THROW(kInvalidArgument, "allocate_shared(" << bytes << " bytes): the nccl backend works on device "
                                   "memory (cudaMalloc); shared host buffers are for the host backend");
   }
 
  private:
-  Work issue(CollectiveCall call, bool async);
+  Work dispatch(const CollectiveCall& call, bool async) override;
+  CollectiveCall barrier_call() const override {
+    return {CallKind::kBarrier, barrier_buf_, barrier_buf_, 1, DataType::kInt32, ReduceOp::kSum, 0, 0};
+  }
+  // The consistency check, on the host before the call is queued: a fingerprint-only ring exchange.
+  void check_agreement(const CollectiveCall& call);
   void launch(const CollectiveCall& call);
 
   CommOptions options_;
   MPI_Comm mpi_comm_ = MPI_COMM_NULL;
-  int rank_ = 0;
-  int size_ = 1;
   std::shared_ptr<NcclState> state_ = std::make_shared<NcclState>();
+  std::unique_ptr<MpiTransport> check_transport_;  // the consistency check's channel (null when off)
+  std::unique_ptr<CheckedTransport> checked_;
   cudaStream_t stream_ = nullptr;
   void* barrier_buf_ = nullptr;
-  std::mutex issue_mu_;
-  std::uint64_t next_seq_ = 0;
 };
 
-NcclCommunicator::NcclCommunicator(const CommOptions& options) : options_(options) {
-  MIRROR_CHECK(options_.timeout.count() > 0, kInvalidArgument,
-               "CommOptions.timeout must be > 0 ms, got " << options_.timeout.count());
+int world_rank() {
+  int r = 0;
+  MIRROR_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &r));
+  return r;
+}
+int world_size() {
+  int n = 0;
+  MIRROR_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &n));
+  return n;
+}
+
+NcclCommunicator::NcclCommunicator(const CommOptions& options, int rank, int size)
+    : CommunicatorBase(nccl_backend().info, rank, size, options.timeout), options_(options) {
   MIRROR_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm_));
   MIRROR_CHECK_MPI(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
-  MIRROR_CHECK_MPI(MPI_Comm_rank(mpi_comm_, &rank_));
-  MIRROR_CHECK_MPI(MPI_Comm_size(mpi_comm_, &size_));
 
   // Every rank must see a GPU; agree on it first, so all ranks fail together instead of some hanging.
   const int devices = cuda_device_count();
@@ -256,7 +235,13 @@ NcclCommunicator::NcclCommunicator(const CommOptions& options) : options_(option
   state_->timeout = options_.timeout;
   state_->rank = rank_;
   state_->size = size_;
-  state_->notices = std::make_shared<MpiNotices>();  // collective: every rank got past the GPU check
+  state_->latch = latch();
+  state_->notices = std::make_shared<MpiNotices>(MPI_COMM_WORLD);  // collective: every rank got past the GPU check
+  if (options_.check_consistency && size_ > 1) {
+    check_transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+    check_transport_->set_interrupt([st = state_] { return st->notices_pending(); });
+    checked_ = std::make_unique<CheckedTransport>(*check_transport_);
+  }
   MIRROR_CHECK_CUDA(cudaSetDevice(device));
   const std::vector<std::uint8_t> id_bytes = broadcast_nccl_unique_id(mpi_comm_, 0);
   ncclUniqueId id;
@@ -281,9 +266,9 @@ NcclCommunicator::~NcclCommunicator() {
       }
       state_->comm = nullptr;
       state_->aborted = true;
-      state_->failure = "the communicator was destroyed";
     } else if (state_->aborted && state_->notices) {
       state_->notices->keep_comm_on_destroy();  // a failure: abandoned notices stay out of later communicators
+      if (check_transport_) check_transport_->keep_comm_on_destroy();
     }
   }
   if (barrier_buf_) cudaFree(barrier_buf_);
@@ -315,12 +300,24 @@ void NcclCommunicator::launch(const CollectiveCall& c) {
   }
 }
 
-Work NcclCommunicator::issue(CollectiveCall call, bool async) {
-  validate_call(call, rank_, size_);
-  std::lock_guard lk(issue_mu_);
-  call.seq = next_seq_++;
+void NcclCommunicator::check_agreement(const CollectiveCall& call) {
+  OpContext ctx;
+  ctx.seq = call.seq;
+  ctx.timeout = options_.timeout;
+  ctx.deadline = Clock::now() + options_.timeout;
+  ctx.describe = [&call, n = size_] { return call.describe(n) + " [nccl, consistency check]"; };
+  try {
+    checked_->begin(fingerprint(call, rank_));
+    checked_->sendrecv((rank_ + 1) % size_, nullptr, 0, (rank_ + size_ - 1) % size_, nullptr, 0, ctx);
+  } catch (const Error& e) {
+    state_->fail(e, &call);
+  }
+}
+
+Work NcclCommunicator::dispatch(const CollectiveCall& call, bool async) {
   const std::string what = call.describe(size_) + " [nccl]";
-  state_->check_usable(what);
+  latch()->check(what);
+  if (checked_) check_agreement(call);
   MIRROR_CHECK_CUDA(cudaSetDevice(state_->device));
   if (call.count > 0) {
     try {
@@ -346,7 +343,7 @@ Work NcclCommunicator::issue(CollectiveCall call, bool async) {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(const CommOptions& options) {
-  return std::make_unique<NcclCommunicator>(options);
+  return std::make_unique<NcclCommunicator>(options, world_rank(), world_size());
 }
 
 }  // namespace mirror::coll::detail

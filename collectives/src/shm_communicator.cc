@@ -1,4 +1,5 @@
-// shm_communicator.cc — ShmCommunicator: the shared-memory algorithms, sequencing, failure latch.
+// shm_communicator.cc — ShmCommunicator: the shared-memory algorithms; its construction over a group and
+// its table row.
 #include "shm_communicator.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "mpi_check.h"
 #include "shared_buffer.h"
 #include "shm_reduce.h"
 
@@ -21,7 +23,7 @@ std::size_t ShmCommunicator::segment_bytes(int size) {
 }
 
 ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options)
-    : QueuedCommunicator(rank, size, options.timeout, options.progress_thread),
+    : QueuedCommunicator(shm_backend().info, rank, size, options.timeout, options.progress_thread),
       segment_(std::move(segment)),
       control_(segment_->data(), rank, size),
       data_(segment_->data() + ShmControl::bytes(size)),
@@ -33,6 +35,33 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
 }
 
 ShmCommunicator::~ShmCommunicator() { stop_queue(); }
+
+std::unique_ptr<ShmCommunicator> ShmCommunicator::create(MPI_Comm group, const CommOptions& options,
+                                                         std::string* why) {
+  int rank = 0, size = 0;
+  MIRROR_CHECK_MPI(MPI_Comm_rank(group, &rank));
+  MIRROR_CHECK_MPI(MPI_Comm_size(group, &size));
+  // Setup traffic on a private communicator, so it cannot match the user's messages.
+  MPI_Comm comm = MPI_COMM_NULL;
+  MIRROR_CHECK_MPI(MPI_Comm_dup(group, &comm));
+  std::unique_ptr<ShmSegment> segment;
+  try {
+    segment = ShmSegment::create(comm, segment_bytes(size), why);
+  } catch (...) {
+    MPI_Comm_free(&comm);
+    throw;
+  }
+  MIRROR_CHECK_MPI(MPI_Comm_free(&comm));
+  if (!segment) return nullptr;
+  return std::make_unique<ShmCommunicator>(std::move(segment), rank, size, options);
+}
+
+std::vector<Statistic> ShmCommunicator::statistics() const {
+  return {{"staging_cached", staging_calls(false)},
+          {"staging_streaming", staging_calls(true)},
+          {"direct", direct_calls_},
+          {"evicted", evicted_}};
+}
 
 unsigned char* ShmCommunicator::slot(int q) const {
   return data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
@@ -382,6 +411,29 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
     shm_reduce(recv + b * es, nullptr, srcs.data(), size_, m, call.type, call.op, size_);
     next_use();
   }
+}
+
+namespace {
+
+bool shm_fits(const Topology& t, bool, std::string* why) {
+  if (t.hosts == 1) return true;
+  *why = "the " + std::to_string(t.size) + " ranks do not all share one host (" + std::to_string(t.hosts) +
+         (t.fake ? " hosts faked by hosts_for_testing" : " hosts") + ", with " + t.ranks_per_host() + " ranks)";
+  return false;
+}
+
+std::unique_ptr<Communicator> make_shm(const CommOptions& options, const Topology& t, std::string* why) {
+  return ShmCommunicator::create(t.comm, options, why);
+}
+
+}  // namespace
+
+const BackendRow& shm_backend() {
+  static const BackendRow row{{"shm", Buffers::kHost,
+                               "one shared-memory segment mapped by every rank (all ranks on one host)",
+                               {"staging_cached", "staging_streaming", "direct", "evicted"}},
+                              shm_fits, make_shm};
+  return row;
 }
 
 }  // namespace mirror::coll::detail

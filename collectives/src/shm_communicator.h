@@ -33,7 +33,8 @@
 // Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
 // Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
 // on its progress thread: no MPI is called after construction, so any MPI thread level works). Failure
-// latch as HostCommunicator: after a timeout or mismatch every later call throws, naming the first.
+// latch as every backend (communicator_base.h): after a timeout or mismatch every later call throws,
+// naming the first. The "shm" row of the backend table; also the inside-a-host part of hierarchical.
 #pragma once
 
 #include <array>
@@ -44,6 +45,9 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
+#include "backend_table.h"
 #include "call.h"
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
@@ -78,9 +82,15 @@ class ShmCommunicator final : public QueuedCommunicator {
  public:
   // Segment bytes needed for `size` ranks.
   static std::size_t segment_bytes(int size);
+  // Collective over `group` (its ranks must share one host). nullptr on every rank of the group, with
+  // *why, when the segment cannot be made or mapped.
+  static std::unique_ptr<ShmCommunicator> create(MPI_Comm group, const CommOptions& options, std::string* why);
 
   ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
+
+  // staging_cached, staging_streaming, direct, evicted (shm_backend().info.statistics).
+  std::vector<Statistic> statistics() const override;
 
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
   // is outstanding).
@@ -147,5 +157,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   // large allreduces begin with the agreement sync.
   std::atomic<bool> any_shared_{false};
 };
+
+// The table row (backends.cc).
+const BackendRow& shm_backend();
 
 }  // namespace mirror::coll::detail

@@ -41,10 +41,6 @@ const char* to_string(ReduceOp op) {
   return "unknown";
 }
 
-const char* to_string(Backend backend) {
-  return backend == Backend::kHost ? "host" : "nccl";
-}
-
 DataType parse_dtype(std::string_view name) {
   if (name == "float32" || name == "float") return DataType::kFloat32;
   if (name == "float64" || name == "double") return DataType::kFloat64;
@@ -63,12 +59,6 @@ ReduceOp parse_reduce_op(std::string_view name) {
   if (name == "max") return ReduceOp::kMax;
   if (name == "prod") return ReduceOp::kProd;
   MIRROR_THROW(kInvalidArgument, "unknown reduction '" << name << "'; expected sum, avg, min, max or prod");
-}
-
-Backend parse_backend(std::string_view name) {
-  if (name == "host") return Backend::kHost;
-  if (name == "nccl") return Backend::kNccl;
-  MIRROR_THROW(kInvalidArgument, "unknown communicator backend '" << name << "'; expected host or nccl");
 }
 
 }  // namespace mirror::coll

@@ -34,11 +34,12 @@ const char* mpi_name(BenchOp op) {
 void print_header(const BenchOptions& o, const mirror::coll::Communicator& comm) {
   const int ranks = comm.size();
   std::printf("# mirror-bench %s: %d ranks, backend %s (transport %s), type %s, redop %s, root %d, iters %d "
-              "(fewer above 8 MiB), warmup %d, check %s, %s buffers\n",
-              to_string(o.op), ranks, mirror::coll::to_string(o.backend), mirror::coll::transport_name(comm),
+              "(fewer above 8 MiB), warmup %d, check %s, %s buffers, consistency check %s%s\n",
+              to_string(o.op), ranks, mirror::coll::to_string(comm.backend().buffers), mirror::coll::transport_name(comm),
               mirror::coll::to_string(o.type),
               mirror::coll::to_string(o.redop), o.root, o.iters, o.warmup, o.check ? "on" : "off",
-              o.shared_buffers ? "shared (-R 1)" : "ordinary");
+              o.shared_buffers ? "shared (-R 1)" : "ordinary", o.check_collectives ? "on" : "off",
+              o.fake_hosts > 0 ? (", " + std::to_string(o.fake_hosts) + " fake hosts (test seam)").c_str() : "");
   std::printf("# %45s %-33s %-33s %s\n", "", "out-of-place", "in-place", mpi_name(o.op));
   std::printf("# %10s %12s %8s %6s %5s %9s %7s %7s %6s %9s %7s %7s %6s %9s %7s %7s\n", "size", "count", "type",
               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "time", "busbw",
@@ -88,8 +89,9 @@ int main(int argc, char** argv) {
     mirror::coll::CommOptions copts;
     copts.backend = o.backend;
     copts.timeout = std::chrono::milliseconds(o.timeout_ms);
-    copts.host_transport = o.transport;
     copts.shm_staging = o.staging;
+    copts.check_consistency = o.check_collectives;
+    copts.hosts_for_testing = o.fake_hosts;
     auto comm = mirror::coll::make_communicator(copts);
     MIRROR_CHECK(o.op != BenchOp::kBroadcast || (o.root >= 0 && o.root < comm->size()), kInvalidArgument,
                  "-r/--root " << o.root << " is out of range; expected 0.." << comm->size() - 1);
@@ -136,9 +138,10 @@ int main(int argc, char** argv) {
       }
       if (!o.json_path.empty()) {
         nlohmann::json doc = {{"op", to_string(o.op)}, {"ranks", comm->size()},
-                              {"backend", mirror::coll::to_string(o.backend)}, {"type", mirror::coll::to_string(o.type)},
+                              {"backend", mirror::coll::to_string(comm->backend().buffers)}, {"type", mirror::coll::to_string(o.type)},
                               {"redop", mirror::coll::to_string(o.redop)}, {"root", o.root}, {"check", o.check},
-                              {"transport", mirror::coll::transport_name(*comm)},
+                              {"transport", comm->backend().name}, {"selection_note", comm->selection_note()},
+                              {"check_collectives", o.check_collectives}, {"fake_hosts", o.fake_hosts},
                               {"shared_buffers", o.shared_buffers}, {"wrong", wrong}, {"rows", rows}};
         std::ofstream out(o.json_path);
         MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");

@@ -81,9 +81,18 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
       ->capture_default_str()
       ->check(CLI::IsMember({"host", "nccl"}));
   app.add_option("--transport", transport_name,
-                 "Host backend transport: auto (shared memory when all ranks share the node), shm or mpi")
+                 "Host backend transport: auto (shm when all ranks share one host, hierarchical across hosts "
+                 "with as many ranks each, else mpi), shm, hierarchical or mpi")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "shm", "mpi"}));
+      ->check(CLI::IsMember({"auto", "shm", "hierarchical", "mpi"}));
+  app.add_option("--check-collectives", o.check_collectives,
+                 "Check that all ranks issue the same collective before data moves (on or off; off only to "
+                 "measure its cost)")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on");
+  app.add_option("--fake-hosts", o.fake_hosts,
+                 "Test seam: treat consecutive blocks of ranks as this many hosts (0: the real hosts)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--shm-staging", staging_name,
                  "Shared-memory transport: how staging buffers are written: auto (measured), cached or streaming")
       ->capture_default_str()
@@ -107,13 +116,12 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                  "-b/--minbytes (" << o.min_bytes << ") must not exceed -e/--maxbytes (" << o.max_bytes << ")");
     o.type = coll::parse_dtype(type_name);
     o.redop = coll::parse_reduce_op(redop_name);
-    o.backend = coll::parse_backend(backend_name);
-    o.transport = coll::parse_host_transport(transport_name);
+    o.backend = coll::parse_backend(backend_name, transport_name);
     o.staging = coll::parse_shm_staging(staging_name);
     o.stream_bytes = stream_text == "0" ? 0 : parse_size(stream_text, "--stream");
     o.check = check != 0;
     o.shared_buffers = shared != 0;
-    MIRROR_CHECK(!(o.shared_buffers && o.backend == coll::Backend::kNccl), kInvalidArgument,
+    MIRROR_CHECK(!(o.shared_buffers && o.backend && o.backend->buffers == coll::Buffers::kDevice), kInvalidArgument,
                  "-R/--shared-buffers 1 needs --backend host (the nccl backend works on device memory)");
     if (op_name == "allreduce") o.op = BenchOp::kAllreduce;
     else if (op_name == "broadcast") o.op = BenchOp::kBroadcast;

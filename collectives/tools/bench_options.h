@@ -25,12 +25,13 @@ struct BenchOptions {
   bool check = true;
   int iters = 20;
   int warmup = 5;
-  coll::Backend backend = coll::Backend::kHost;
-  coll::HostTransport transport = coll::HostTransport::kAuto;  // host backend: auto | shm | mpi
+  const coll::BackendInfo* backend = nullptr;  // --backend + --transport; nullptr: host, chosen automatically
   coll::ShmStaging staging = coll::ShmStaging::kAuto;          // shm transport: auto | cached | streaming
   bool shared_buffers = false;  // host buffers from Communicator::allocate_shared (nccl-tests' -R analogue)
   std::size_t stream_bytes = std::size_t{64} << 20;  // STREAM-like measurement per array; 0: skip it
   long timeout_ms = 60000;
+  bool check_collectives = true;  // CommOptions::check_consistency
+  int fake_hosts = 0;             // CommOptions::hosts_for_testing (test seam)
   std::string json_path;  // empty: no JSON
 };
 

@@ -115,7 +115,7 @@ double slowest(double local_us) {
 
 BenchRunner::BenchRunner(const BenchOptions& options, coll::Communicator& comm)
     : o_(options), comm_(comm), buf_(std::make_unique<Buffers>()) {
-  buf_->device = comm.backend() == coll::Backend::kNccl;
+  buf_->device = comm.backend().buffers == coll::Buffers::kDevice;
   if (options.shared_buffers) buf_->shared_from = &comm;
 }
 BenchRunner::~BenchRunner() = default;

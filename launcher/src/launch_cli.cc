@@ -53,6 +53,8 @@ ParsedCommandLine parse_launch_command_line(const std::vector<std::string>& args
       ->capture_default_str();
   app.add_flag("--dry-run", o.dry_run, "Print the mpirun command line and exit");
   app.add_flag("-v,--verbose", o.verbose, "Print the plan and the command line before running");
+  app.add_flag("!--no-tag-output", o.tag_output,
+               "Do not tag output lines with [rR] (Open MPI's tagging can drop heavy output)");
   app.add_option("--grace-period", o.grace_period_s,
                  "Seconds ranks get after SIGINT/SIGTERM before everything is killed")
       ->capture_default_str();

@@ -1,5 +1,5 @@
-// supervisor.cc — fork/exec of mpirun in its own session, the signal loop (forward, grace, escalate),
-// exit-code translation, cleanup of anything left in the session, and the restart loop.
+// supervisor.cc — the signal loop of one attempt (forward, grace, escalate, the failure grace after a rank's
+// fatal error), exit-code translation and the restart loop. Processes: job_process.h; output: output_pump.h.
 //
 // Why the ranks are signalled directly: on SIGINT/SIGTERM Open MPI's mpirun kills its ranks with SIGTERM
 // and SIGKILL one second later (odls_base_sigkill_timeout), too soon to write a checkpoint, and raising
@@ -8,7 +8,6 @@
 // and only after the grace period (or a second signal) is mpirun told to end the job.
 #include "mirror/launch/supervisor.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -24,8 +23,8 @@
 #include "mirror/agreed_error.h"
 #include "mirror/error.h"
 #include "mirror/launch/command_line.h"
+#include "job_process.h"
 #include "output_pump.h"
-#include "process_table.h"
 
 namespace mirror::launch {
 namespace {
@@ -85,78 +84,12 @@ class BlockedSignals {
 
 bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
 
-struct StartedJob {
-  pid_t pid = -1;
-  int stdout_pipe = -1;  // read ends of mpirun's stdout and stderr
-  int stderr_pipe = -1;
-};
-
-StartedJob start_job(const std::vector<std::string>& argv, const BlockedSignals& signals) {
-  std::vector<char*> cargv;
-  for (const auto& word : argv) cargv.push_back(const_cast<char*>(word.c_str()));
-  cargv.push_back(nullptr);
-  int out[2], err[2];
-  MIRROR_CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0, kInternal,
-               "pipe() failed starting " << argv[0] << ": " << std::strerror(errno));
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  MIRROR_CHECK(pid >= 0, kInternal, "fork() failed starting " << argv[0] << ": " << std::strerror(errno));
-  if (pid == 0) {
-    setsid();  // own session and process group: the terminal's Ctrl-C goes to mirrorrun alone
-    prctl(PR_SET_PDEATHSIG, SIGTERM);  // mirrorrun killed -> mpirun ends the job, nothing is orphaned
-    if (getppid() != parent) _exit(127);
-    dup2(out[1], STDOUT_FILENO);  // (dup2 clears close-on-exec on the copies)
-    dup2(err[1], STDERR_FILENO);
-    signal(SIGPIPE, SIG_DFL);  // mirrorrun ignores it (output_pump.h); mpirun gets the default back
-    sigprocmask(SIG_SETMASK, &signals.old(), nullptr);
-    execv(cargv[0], cargv.data());
-    std::fprintf(stderr, "mirrorrun: error: cannot run %s: %s\n", cargv[0], std::strerror(errno));
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
-  return {pid, out[0], err[0]};
-}
-
-void kill_session(pid_t sid, pid_t except) {
-  for (pid_t p : detail::processes_in_session(sid)) {
-    if (p != except) kill(p, SIGKILL);
-  }
-}
-
-// mirrorrun is a child subreaper (see supervise), so ranks orphaned by mpirun's death become its children:
-// kill what is left of the session and reap it, for up to 2 s, so no rank outlives the job.
-void reap_orphans(pid_t sid) {
-  const double deadline = now_s() + 2.0;
-  while (true) {
-    int status = 0;
-    const pid_t p = waitpid(-1, &status, WNOHANG);
-    if (p > 0) continue;
-    if (p < 0 && errno != EINTR) return;  // ECHILD: nothing left
-    if (now_s() > deadline) return;
-    kill_session(sid, 0);
-    usleep(10'000);
-  }
-}
-
-// Sends `sig` to the local ranks of the job mpirun `leader` runs; to mpirun itself when none is found.
-void forward_to_ranks(pid_t leader, int sig) {
-  int sent = 0;
-  for (pid_t p : detail::processes_in_session(leader)) {
-    if (p != leader && detail::process_has_env_var(p, "OMPI_COMM_WORLD_RANK")) {
-      kill(p, sig);
-      ++sent;
-    }
-  }
-  if (sent == 0) kill(leader, sig);
-}
-
 // One attempt: mpirun running, the signal loop, and the ways mirrorrun ends it (grace periods, escalation).
 class Attempt {
  public:
   Attempt(const std::vector<std::string>& argv, const SupervisorOptions& options, const BlockedSignals& signals,
           std::ostream& log)
-      : options_(options), log_(log), job_(start_job(argv, signals)),
+      : options_(options), log_(log), job_(detail::start_job(argv, signals.old())),
         // mpirun's output, rank tags shortened (rank_output.h), watched for a rank's fatal error.
         output_(job_.stdout_pipe, job_.stderr_pipe, STDOUT_FILENO, STDERR_FILENO) {}
 
@@ -180,7 +113,7 @@ class Attempt {
       first_signal_at_ = now_s();
       log_ << "mirrorrun: got " << signal_name(sig) << "; passing it to the ranks (they have "
            << options_.grace_period_s << " s to stop; a second signal kills them now)" << std::endl;
-      forward_to_ranks(job_.pid, sig);
+      detail::forward_to_ranks(job_.pid, sig);
     } else if (!killed_ && now_s() - first_signal_at_ >= kRepeatWindowS) {
       log_ << "mirrorrun: got " << signal_name(sig) << " again; killing the job" << std::endl;
       kill_job();
@@ -218,16 +151,16 @@ class Attempt {
   }
 
   void kill_job() {
-    kill_session(job_.pid, 0);
+    detail::kill_session(job_.pid, 0);
     killed_ = true;
   }
 
   JobOutcome collect() {
-    kill_session(job_.pid, job_.pid);  // the zombie still holds the session id: nothing new can take it
+    detail::kill_session(job_.pid, job_.pid);  // the zombie still holds the session id: nothing new can take it
     int status = 0;
     while (waitpid(job_.pid, &status, 0) < 0 && errno == EINTR) {
     }
-    reap_orphans(job_.pid);
+    detail::reap_orphans(job_.pid);
     output_.finish(kOutputDrainS);
     if (WIFSIGNALED(status)) {
       outcome_.term_signal = WTERMSIG(status);
@@ -244,7 +177,7 @@ class Attempt {
 
   const SupervisorOptions& options_;
   std::ostream& log_;
-  const StartedJob job_;
+  const detail::StartedJob job_;
   detail::OutputPump output_;
   JobOutcome outcome_;
   double first_signal_at_ = 0, term_sent_at_ = 0;

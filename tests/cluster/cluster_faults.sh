@@ -4,7 +4,8 @@
 # bounds, that no process is left on any host, and prints the measured times as "FIGURE" lines
 # (docs/reliability.md). Programs from the environment: MIRRORRUN, TRAINER, MIRROR_DATA, MIRROR_CKPT.
 #   link-down   host 1's link goes down mid-training (--timeout 5): ranks 0 and 1 fail naming ranks 2 and 3;
-#               the ranks on host 1 end themselves; mirrorrun exits non-zero within timeout + 15 s
+#               the ranks on host 1 end themselves (both within timeout + 10 s: 6.5 s on a quiet machine,
+#               10.3 s seen on a loaded one); mirrorrun exits non-zero within timeout + 15 s
 #   host-kill   every process of host 1 is killed: the job ends within seconds, naming host 1
 #   link-flap   host 1's link down for 1 s, then up (--timeout 10): the job finishes with exit 0 and the same
 #               parameters, bit for bit, as a run without the flap
@@ -83,8 +84,8 @@ link_down_case() {
   grep -q "mirrorrun: a rank reported a fatal error" <<<"$out" || fail "link-down: mirrorrun did not end the hung mpirun"
   [ "$t_err" -ne 0 ] && [ $((t_err - t0)) -le $(( (T + 10) * 1000 )) ] \
     || fail "link-down: rank 0 reported $((t_err - t0)) ms after the cut (timeout ${T} s + 10 s allowed: a loaded 2-core CI machine)"
-  [ "$t_gone" -ne 0 ] && [ $((t_gone - t0)) -le $(( (T + 5) * 1000 )) ] \
-    || fail "link-down: the ranks of ${HOSTS[1]} did not end themselves within ${T} s + 5 s (t=$((t_gone - t0)) ms)"
+  [ "$t_gone" -ne 0 ] && [ $((t_gone - t0)) -le $(( (T + 10) * 1000 )) ] \
+    || fail "link-down: the ranks of ${HOSTS[1]} did not end themselves within ${T} s + 10 s (t=$((t_gone - t0)) ms)"
   [ $((T_END - t0)) -le $(( (T + 15) * 1000 )) ] \
     || fail "link-down: mirrorrun exited $((T_END - t0)) ms after the cut (timeout ${T} s + 15 s allowed)"
   no_process_on_hosts

@@ -11,8 +11,23 @@ PREFIX=""
 fail() { echo "FAIL: $*" >&2; exit 1; }
 now_ms() { date +%s%3N; }
 
+# descendants PID — every process below PID (children first found, then theirs), by parent pid.
+descendants() {
+  local child
+  for child in $(pgrep -P "$1" || true); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+
+# The jobs this test started (mpirun, mirrorrun and what they run on the launch node) are killed before the
+# cluster goes: an mpirun whose daemons vanish with their namespace could otherwise wait on a dead connection.
 cluster_cleanup() {
   local rc=$?
+  local pids
+  pids="$(descendants $$)"
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
   if [ -n "$PREFIX" ]; then "$CLUSTER_SH" down --prefix "$PREFIX" >/dev/null 2>&1 || echo "warning: cluster.sh down --prefix $PREFIX failed" >&2; fi
   rm -rf "$TMP"
   exit "$rc"

@@ -11,6 +11,9 @@
 #                size on one host, and bit for bit between the two launchers; mirror-eval across the hosts gives
 #                the one-host accuracy.
 #   collectives  the collectives' MPI test suites (COLL_TESTS) on 2 hosts x 2 ranks.
+#   cleanup      cluster.sh refuses bad input with a clear message; a test that fails, and one killed by
+#                SIGTERM, while a job runs on its hosts leave nothing behind (namespaces, links, holders,
+#                ranks, daemons).
 source "$(dirname "$0")/cluster_lib.sh"
 case_name="$1"
 
@@ -137,8 +140,83 @@ collectives_case() {
   cluster_down_and_check
 }
 
+# expect_refusal PATTERN CMD... — CMD exits non-zero and says PATTERN.
+expect_refusal() {
+  local pattern="$1" out rc=0; shift
+  out="$(timeout 30 "$@" 2>&1)" || rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "'$*' exited $rc, expected a refusal: $out"
+  grep -qF -- "$pattern" <<<"$out" || fail "'$*' does not say '$pattern': $out"
+  echo "refused: $* -> $(head -1 <<<"$out")"
+}
+# nothing_left PREFIX TAG — no namespace, link, state or process of that cluster, no process naming TAG.
+nothing_left() {
+  local left=""
+  for _ in $(seq 1 30); do
+    left="$(ip netns list | grep -E "^$1-" || true)$(ip -o link show | grep -E ": $1-" || true)"
+    [ ! -e "/run/mirror-cluster/$1" ] || left+=" state folder"
+    left+="$(pgrep -af -- "$2" | grep -v pgrep || true)"
+    [ -n "$left" ] || return 0
+    sleep 0.1
+  done
+  fail "left behind by the cluster $1: $left"
+}
+# child_test ID TAG MODE — a test script that makes a cluster, starts a long job on its hosts (sleep, tagged),
+# then fails (MODE fail) or waits to be killed (MODE wait). Runs in the background; pid in CHILD.
+child_test() {
+  local lib; lib="$(dirname "$0")/cluster_lib.sh"
+  bash -c "source '$lib'
+    cluster_up '$1' 2
+    # shellcheck disable=SC2086
+    timeout 60 '$MPIEXEC' -np 4 --hostfile \"\$(hostfile 2)\" $MPIEXEC_FLAGS sleep 45.$2 >/dev/null 2>&1 &
+    for _ in \$(seq 1 100); do [ -n \"\$('$CLUSTER_SH' pids \$PREFIX-h1)\" ] && break; sleep 0.1; done
+    echo running >'$TMP/$1.running'
+    [ '$3' = fail ] && fail 'a deliberate failure'
+    for _ in \$(seq 1 600); do sleep 0.1; done" >"$TMP/$1.out" 2>&1 &
+  CHILD=$!
+  for _ in $(seq 1 300); do [ -e "$TMP/$1.running" ] && return 0; kill -0 "$CHILD" 2>/dev/null || break; sleep 0.1; done
+  fail "the child test $1 did not start its job: $(cat "$TMP/$1.out")"
+}
+
+cleanup_case() {
+  local why; why="$("$CLUSTER_SH" check 2>&1)" || { echo "SKIP: $why"; exit 77; }
+  expect_refusal "N must be 1..64 hosts" "$CLUSTER_SH" up 0 --prefix "$(test_prefix cz)"
+  expect_refusal "expected 1-8 lower-case letters" "$CLUSTER_SH" up 2 --prefix Bad_Name
+  expect_refusal "expected 10.213.K" "$CLUSTER_SH" up 1 --prefix "$(test_prefix cz)" --subnet 192.168.1
+  expect_refusal "no test host 'nosuchc-h0'" "$CLUSTER_SH" link nosuchc-h0 down
+  expect_refusal "is not a test host name" "$CLUSTER_SH" exec localhost -- true
+  cluster_up cz 1
+  expect_refusal "exists already" "$CLUSTER_SH" up 1 --prefix "$PREFIX"
+  expect_refusal "expected up or down" "$CLUSTER_SH" link "$PREFIX-h0" sideways
+  "$CLUSTER_SH" rate "$PREFIX-h0" 1gbit
+  tc qdisc show dev "$PREFIX-v0" | grep -q "tbf.*rate 1Gbit" || fail "rate: no 1 Gbit/s token bucket on $PREFIX-v0"
+  "$CLUSTER_SH" exec "$PREFIX-h0" -- tc qdisc show dev eth0 | grep -q "tbf.*rate 1Gbit" \
+    || fail "rate: no 1 Gbit/s token bucket on $PREFIX-h0's eth0"
+  expect_refusal "expected off or a rate like 1gbit" "$CLUSTER_SH" rate "$PREFIX-h0" fast
+  tc qdisc show dev "$PREFIX-v0" | grep -q "tbf" || fail "rate: a refused value removed the limit"
+  "$CLUSTER_SH" rate "$PREFIX-h0" off
+  ! tc qdisc show dev "$PREFIX-v0" | grep -q "tbf" || fail "rate off: the token bucket is still there"
+  cluster_down_and_check
+  "$CLUSTER_SH" down --prefix "$(test_prefix cz)" >/dev/null 2>&1 || fail "a second down is not a no-op"
+
+  local tag rc
+  tag="$RANDOM$RANDOM"
+  child_test cf "$tag" fail
+  rc=0; wait "$CHILD" || rc=$?
+  [ "$rc" -eq 1 ] || fail "the failing child test exited $rc: $(cat "$TMP/cf.out")"
+  nothing_left "$(test_prefix cf)" "sleep 45.$tag"
+  echo "a failed test left nothing behind"
+  tag="$RANDOM$RANDOM"
+  child_test ck "$tag" wait
+  kill -TERM "$CHILD"
+  rc=0; wait "$CHILD" || rc=$?
+  [ "$rc" -eq 143 ] || fail "the child test killed by SIGTERM exited $rc: $(cat "$TMP/ck.out")"
+  nothing_left "$(test_prefix ck)" "sleep 45.$tag"
+  echo "a test killed by SIGTERM left nothing behind"
+}
+
 case "$case_name" in
   hosts) hosts_case ;;
+  cleanup) cleanup_case ;;
   train) train_case ;;
   collectives) collectives_case ;;
   *) fail "unknown case $case_name" ;;

@@ -19,7 +19,7 @@ namespace {
 
 std::unique_ptr<Communicator> make_mpi(bool check = true) {
   CommOptions o;
-  o.host_transport = HostTransport::kMpi;
+  o.backend = parse_backend("host", "mpi");
   o.timeout = std::chrono::seconds(15);
   o.check_consistency = check;
   return make_communicator(o);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "collective_checks.h"
@@ -136,7 +137,7 @@ TEST(HostArguments, BadCallsAreRejectedAndTheCommunicatorStaysUsable) {
 TEST(HostArguments, NcclBackendWithoutGpuIsAClearError) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
   CommOptions o;
-  o.backend = Backend::kNccl;
+  o.backend = parse_backend("nccl");
   try {
     auto c = make_communicator(o);
     ADD_FAILURE() << "make_communicator(nccl) succeeded without a GPU";
@@ -148,9 +149,31 @@ TEST(HostArguments, NcclBackendWithoutGpuIsAClearError) {
 }
 
 TEST(HostArguments, ParseNames) {
-  EXPECT_EQ(parse_backend("host"), Backend::kHost);
-  EXPECT_EQ(parse_backend("nccl"), Backend::kNccl);
-  EXPECT_THROW(parse_backend("gloo"), Error);
+  EXPECT_EQ(parse_backend("host"), nullptr);  // host buffers, chosen automatically
+  ASSERT_NE(parse_backend("nccl"), nullptr);
+  EXPECT_STREQ(parse_backend("nccl")->name, "nccl");
+  EXPECT_EQ(parse_backend("nccl")->buffers, Buffers::kDevice);
+  EXPECT_STREQ(parse_backend("host", "shm")->name, "shm");
+  EXPECT_EQ(parse_backend("host", "shm")->buffers, Buffers::kHost);
+  try {
+    parse_backend("gloo");
+    ADD_FAILURE() << "parse_backend(gloo) succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected host or nccl"), std::string::npos) << e.what();
+  }
+  try {
+    parse_backend("host", "tcp");
+    ADD_FAILURE() << "parse_backend(host, tcp) succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected auto, shm, hierarchical or mpi"), std::string::npos) << e.what();
+  }
+  // A device backend is not a host transport, nor the other way round.
+  EXPECT_THROW(parse_backend("host", "nccl"), Error);
+  EXPECT_THROW(parse_backend("shm"), Error);
+  // Every row has a name, and the host rows come first in the order auto tries them.
+  std::vector<std::string> names;
+  for (const BackendInfo* b : backends()) names.push_back(b->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"shm", "hierarchical", "mpi", "nccl"}));
   EXPECT_EQ(parse_dtype("bf16"), DataType::kBFloat16);
   EXPECT_THROW(parse_dtype("float8"), Error);
   EXPECT_EQ(parse_reduce_op("prod"), ReduceOp::kProd);

@@ -113,7 +113,7 @@ TEST(HostSemantics, Float16AccumulatesInFloat32) {
 
 TEST(HostSemantics, BarrierCompletes) {
   for (int i = 0; i < 3; ++i) host_comm().barrier();
-  EXPECT_EQ(host_comm().backend(), Backend::kHost);
+  EXPECT_EQ(host_comm().backend().buffers, Buffers::kHost);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ Communicator* nccl_comm() {
     tried = true;
     if (nccl_built() && cuda_device_count() > 0) {
       CommOptions o;
-      o.backend = Backend::kNccl;
+      o.backend = parse_backend("nccl");
       o.timeout = std::chrono::seconds(60);
       nccl_slot() = make_communicator(o);
     }

@@ -18,7 +18,7 @@ namespace {
 std::unique_ptr<Communicator> make_shm(bool progress_thread = true) {
   CommOptions o;
   o.timeout = std::chrono::seconds(60);
-  o.host_transport = HostTransport::kShm;
+  o.backend = parse_backend("host", "shm");
   o.progress_thread = progress_thread;
   auto c = make_communicator(o);
   EXPECT_STREQ(transport_name(*c), "shm");

@@ -19,18 +19,18 @@
 namespace mirror::coll::testing {
 namespace {
 
-std::map<HostTransport, std::unique_ptr<Communicator>>& comms() {
-  static std::map<HostTransport, std::unique_ptr<Communicator>> m;
+std::map<std::string, std::unique_ptr<Communicator>>& comms() {
+  static std::map<std::string, std::unique_ptr<Communicator>> m;
   return m;
 }
 
 // Made once per transport, on first use (every rank reaches the same first use); destroyed before MPI ends.
-Communicator& comm(HostTransport t) {
+Communicator& comm(std::string t) {
   auto& c = comms()[t];
   if (!c) {
     CommOptions o;
     o.timeout = std::chrono::seconds(60);
-    o.host_transport = t;
+    o.backend = parse_backend("host", t);
     c = make_communicator(o);
   }
   return *c;
@@ -42,7 +42,7 @@ class ShmEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kShmEnv = ::testing::AddGlobalTestEnvironment(new ShmEnvironment);
 
-using Param = std::tuple<HostTransport, DataType>;
+using Param = std::tuple<std::string, DataType>;
 class ShmMatrix : public ::testing::TestWithParam<Param> {
  protected:
   Communicator& c() { return comm(std::get<0>(GetParam())); }
@@ -84,14 +84,14 @@ TEST_P(ShmMatrix, AllreduceAroundThresholdsAndLarge) {
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(to_string(std::get<0>(info.param))) + "_" + to_string(std::get<1>(info.param));
+  return std::get<0>(info.param) + "_" + to_string(std::get<1>(info.param));
 }
 INSTANTIATE_TEST_SUITE_P(Transports, ShmMatrix,
-                         ::testing::Combine(::testing::Values(HostTransport::kShm, HostTransport::kMpi),
+                         ::testing::Combine(::testing::Values(std::string("shm"), std::string("mpi")),
                                             ::testing::ValuesIn(all_dtypes())),
                          param_name);
 
-class ShmLarge : public ::testing::TestWithParam<HostTransport> {};
+class ShmLarge : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShmLarge, ReduceScatterAllgatherBroadcastPipelined) {
   auto& c = comm(GetParam());
@@ -135,8 +135,8 @@ TEST_P(ShmLarge, IntegerAverageTruncatesTowardZero) {
   EXPECT_EQ(pos, sum / n);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(HostTransport::kShm, HostTransport::kMpi),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(std::string("shm"), std::string("mpi")),
+                         [](const auto& info) { return info.param; });
 
 // Large allreduces with the staging stores forced each way: kAuto switches between the two while a job
 // runs, so both must give exact results (pipelined sizes for every dtype, and the streamed-output size).
@@ -145,7 +145,7 @@ class ShmStagingModes : public ::testing::TestWithParam<ShmStaging> {};
 TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
   CommOptions o;
   o.timeout = std::chrono::seconds(60);
-  o.host_transport = HostTransport::kShm;
+  o.backend = parse_backend("host", "shm");
   o.shm_staging = GetParam();
   auto c = make_communicator(o);
   for (DataType t : all_dtypes()) {
@@ -165,22 +165,31 @@ INSTANTIATE_TEST_SUITE_P(Stores, ShmStagingModes, ::testing::Values(ShmStaging::
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(ShmSelection, ForcedAndAutomaticTransports) {
-  EXPECT_STREQ(transport_name(comm(HostTransport::kShm)), "shm");
-  EXPECT_STREQ(transport_name(comm(HostTransport::kMpi)), "mpi");
-  const ShmStagingCounts none = shm_staging_counts(comm(HostTransport::kMpi));
+  EXPECT_STREQ(transport_name(comm(std::string("shm"))), "shm");
+  EXPECT_STREQ(transport_name(comm(std::string("mpi"))), "mpi");
+  const ShmStagingCounts none = shm_staging_counts(comm(std::string("mpi")));
   EXPECT_EQ(none.cached + none.streaming, 0u);
   // Under mpirun on one machine every rank shares the node: auto must pick shared memory.
   CommOptions o;
   auto c = make_communicator(o);
   EXPECT_STREQ(transport_name(*c), "shm");
-  EXPECT_EQ(c->backend(), Backend::kHost);
-  EXPECT_EQ(parse_host_transport("mpi"), HostTransport::kMpi);
-  EXPECT_THROW(parse_host_transport("tcp"), Error);
+  EXPECT_EQ(c->backend().buffers, Buffers::kHost);
+  EXPECT_TRUE(c->selection_note().empty()) << c->selection_note();
+  // The row's statistics column names exactly what statistics() reports, in order.
+  for (Communicator* x : {c.get(), &comm(std::string("mpi"))}) {
+    std::vector<std::string> reported, declared(x->backend().statistics.begin(), x->backend().statistics.end());
+    for (const Statistic& s : x->statistics()) reported.push_back(s.name);
+    EXPECT_EQ(reported, declared) << x->backend().name;
+  }
+  EXPECT_STREQ(parse_backend("host", "mpi")->name, "mpi");
+  EXPECT_STREQ(parse_backend("host", "hierarchical")->name, "hierarchical");
+  EXPECT_EQ(parse_backend("host", "auto"), nullptr);
+  EXPECT_THROW(parse_backend("host", "tcp"), Error);
 }
 
 TEST(ShmSegment, NothingLeftInDevShm) {
   CommOptions o;
-  o.host_transport = HostTransport::kShm;
+  o.backend = parse_backend("host", "shm");
   auto c = make_communicator(o);
   // Every rank learns every rank's pid (rank 0's names the segment) through the new communicator.
   const std::int64_t mine = ::getpid();

@@ -27,10 +27,10 @@
 namespace mirror::coll::testing {
 namespace {
 
-std::unique_ptr<Communicator> make(HostTransport t) {
+std::unique_ptr<Communicator> make(std::string t) {
   CommOptions o;
   o.timeout = std::chrono::seconds(60);
-  o.host_transport = t;
+  o.backend = parse_backend("host", t);
   return make_communicator(o);
 }
 
@@ -100,7 +100,7 @@ std::unique_ptr<Communicator> make(HostTransport t) {
   return ::testing::AssertionSuccess();
 }
 
-class SharedBuffers : public ::testing::TestWithParam<HostTransport> {};
+class SharedBuffers : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SharedBuffers, DirectReduceScatterAndAllgatherExact) {
   auto c = make(GetParam());
@@ -172,7 +172,7 @@ TEST(SharedBufferDirect, ReduceScatterEvictsWhatItReadOnlyWhenStreamingWins) {
   for (ShmStaging staging : {ShmStaging::kStreaming, ShmStaging::kCached}) {
     CommOptions o;
     o.timeout = std::chrono::seconds(60);
-    o.host_transport = HostTransport::kShm;
+    o.backend = parse_backend("host", "shm");
     o.shm_staging = staging;
     auto c = make_communicator(o);
     const std::size_t count = kLargeCount / c->size() + 3;
@@ -235,7 +235,7 @@ TEST_P(SharedBuffers, MismatchedSizesFailOnEveryRank) {
 }
 
 TEST(SharedBufferDirect, MismatchedCountsFailEverywhere) {
-  auto c = make(HostTransport::kShm);
+  auto c = make(std::string("shm"));
   if (c->size() == 1) GTEST_SKIP() << "needs two ranks to disagree";
   const std::size_t count = 1 << 20;
   SharedBuffer a = c->allocate_shared(count * 4), b = c->allocate_shared(count * 4);
@@ -253,7 +253,7 @@ TEST(SharedBufferDirect, MismatchedCountsFailEverywhere) {
 TEST(SharedBufferDirect, SkippedAllreduceTimesOutNamingTheRank) {
   CommOptions o;
   o.timeout = std::chrono::milliseconds(1500);
-  o.host_transport = HostTransport::kShm;
+  o.backend = parse_backend("host", "shm");
   auto c = make_communicator(o);
   if (c->size() == 1) GTEST_SKIP() << "needs a rank to skip";
   const std::size_t count = 1 << 18;
@@ -270,7 +270,7 @@ TEST(SharedBufferDirect, SkippedAllreduceTimesOutNamingTheRank) {
 }
 
 TEST(SharedBufferSlots, SixtyFourLiveThenReuse) {
-  auto c = make(HostTransport::kShm);
+  auto c = make(std::string("shm"));
   std::vector<SharedBuffer> live;
   for (int i = 0; i < 64; ++i) live.push_back(c->allocate_shared(4096));
   try {
@@ -294,7 +294,7 @@ TEST(SharedBufferSlots, SixtyFourLiveThenReuse) {
 }
 
 TEST(SharedBufferFailure, OneRankCannotCreateItsPartFailsEverywhere) {
-  auto c = make(HostTransport::kShm);
+  auto c = make(std::string("shm"));
   const int failing = c->size() - 1;
   const std::int64_t mine = ::getpid();
   std::vector<std::int64_t> pids(static_cast<std::size_t>(c->size()));
@@ -329,7 +329,7 @@ TEST(SharedBufferFailure, OneRankCannotCreateItsPartFailsEverywhere) {
 }
 
 TEST(SharedBufferLifetime, NoNameLeftAndBufferOutlivesCommunicator) {
-  auto c = make(HostTransport::kShm);
+  auto c = make(std::string("shm"));
   const std::int64_t mine = ::getpid();
   std::vector<std::int64_t> pids(static_cast<std::size_t>(c->size()));
   c->allgather(&mine, pids.data(), 1, DataType::kInt64);
@@ -346,8 +346,8 @@ TEST(SharedBufferLifetime, NoNameLeftAndBufferOutlivesCommunicator) {
   EXPECT_EQ(SharedBuffer().data(), nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, SharedBuffers, ::testing::Values(HostTransport::kShm, HostTransport::kMpi),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Transports, SharedBuffers, ::testing::Values(std::string("shm"), std::string("mpi")),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace mirror::coll::testing

@@ -16,7 +16,7 @@ namespace {
 std::unique_ptr<Communicator> make_short_timeout() {
   CommOptions o;
   o.timeout = std::chrono::milliseconds(2000);
-  o.host_transport = HostTransport::kShm;
+  o.backend = parse_backend("host", "shm");
   return make_communicator(o);
 }
 

@@ -39,6 +39,8 @@ struct ProbeOptions {
   long long timeout_ms = 2000;
   double stall_s = 6.0;
   std::size_t count = 1000;
+  bool check_collectives = true;  // --check-collectives on|off
+  int fake_hosts = 0;             // --fake-hosts K (CommOptions::hosts_for_testing)
 };
 
 ProbeOptions parse(int argc, char** argv) {
@@ -53,6 +55,8 @@ ProbeOptions parse(int argc, char** argv) {
     else if (k == "--timeout-ms") o.timeout_ms = std::stoll(v);
     else if (k == "--stall-s") o.stall_s = std::stod(v);
     else if (k == "--count") o.count = std::stoul(v);
+    else if (k == "--check-collectives" && (v == "on" || v == "off")) o.check_collectives = v == "on";
+    else if (k == "--fake-hosts") o.fake_hosts = std::stoi(v);
     else if (k == "--tag") {}  // marks the processes of one run (the script looks for leftovers by it)
     else throw std::invalid_argument("fault_probe: unknown flag " + k);
   }
@@ -68,7 +72,9 @@ int run(const ProbeOptions& o, int rank) {
   using namespace mirror::coll;
   CommOptions opts;
   opts.timeout = std::chrono::milliseconds(o.timeout_ms);
-  opts.host_transport = parse_host_transport(o.transport);
+  opts.backend = parse_backend("host", o.transport);
+  opts.check_consistency = o.check_collectives;
+  opts.hosts_for_testing = o.fake_hosts;
   auto comm = make_communicator(opts);
   const int faulty = o.faulty_rank >= 0 ? o.faulty_rank : comm->size() - 1;
   std::vector<float> buf(o.count + 1, 1.0f);

@@ -11,6 +11,10 @@
 #   die-kill|die-abort|die-throw               rank 2 dies at #5 (SIGKILL / abort / exception, MPI_Finalize):
 #                                              the job ends non-zero within timeout + 5 s, rank 2 named
 #   shm-*                                      the same through the shared-memory transport
+#   hier-mismatch-count|hier-stall|hier-die-kill the same through the hierarchical transport, 4 ranks on 2
+#                                              fake hosts (--fake-hosts 2); rank 3 (host 1) misbehaves
+#   nocheck-mismatch-count                     --check-collectives off: the same mismatch is NOT named (the
+#                                              job fails some other way: timeout, or a wrong result)
 #   trainer-stall                              SIGSTOP of rank 1 of `trainer --timeout 3`: rank 0 exits with
 #                                              the timeout error within 3 + 5 s; nothing is left running
 #   trainer-kill-mpirun|trainer-kill-mirrorrun kill -9 of rank 1 mid-training: the job ends non-zero, fast
@@ -48,9 +52,10 @@ fault_ms() { sed -n 's/^FAULT .* at \([0-9]*\)$/\1/p' <<<"$out" | head -1; }
 error_ms() { sed -n "s/^\[rank $1\] error at \([0-9]*\):.*/\1/p" <<<"$out" | head -1; }
 error_line() { grep "^\[rank $1\] error" <<<"$out" | head -1; }
 
-mismatch_case() {  # TRANSPORT SCENARIO EXPECTED-FRAGMENT
-  probe 3 "$1" "$2" 20000
-  for r in 0 1 2; do
+mismatch_case() {  # TRANSPORT SCENARIO EXPECTED-FRAGMENT [NP [probe args]]
+  local np="${4:-3}"
+  probe "$np" "$1" "$2" 20000 "${@:5}"
+  for r in $(seq 0 $((np - 1))); do
     line=$(error_line $r)
     [ -n "$line" ] || fail "$2: rank $r printed no error: $out"
     grep -q "ranks issued mismatched collectives" <<<"$line" || fail "$2: rank $r: no mismatch message: $line"
@@ -60,7 +65,40 @@ mismatch_case() {  # TRANSPORT SCENARIO EXPECTED-FRAGMENT
   took=$((t_end - t_start))
   [ "$took" -lt 15000 ] || fail "$2: the job took ${took} ms: detected by the timeout, not the check"
   echo "$(error_line 0)"
-  echo "FIGURE $case_name: job (3 ranks, $1 transport) ended ${took} ms after start, exit $rc; every rank named the mismatch"
+  echo "FIGURE $case_name: job ($np ranks, $1 transport) ended ${took} ms after start, exit $rc; every rank named the mismatch"
+}
+
+# The hierarchical transport over 2 fake hosts of 2 ranks: rank 3 stalls 6 s at #5 (timeout 2 s). Every
+# other rank fails with kTimeout naming allreduce #5 and the stage (inside host 1, or between hosts).
+hier_stall_case() {
+  probe 4 hierarchical stall 2000 --stall-s 6 --fake-hosts 2
+  f=$(fault_ms)
+  [ -n "$f" ] || fail "hier-stall: no FAULT line: $out"
+  for r in 0 1 2; do
+    line=$(error_line $r)
+    [ -n "$line" ] || fail "hier-stall: rank $r printed no error: $out"
+    grep -q "allreduce #5" <<<"$line" || fail "hier-stall: rank $r: op and seq not named: $line"
+    grep -q "(timeout at" <<<"$line" || fail "hier-stall: rank $r: not a timeout: $line"
+    grep -Eq "stage inside host 1|stage between hosts" <<<"$line" || fail "hier-stall: rank $r: no stage named: $line"
+    e=$(error_ms $r)
+    d=$((e - f))
+    [ "$d" -le 5000 ] || fail "hier-stall: rank $r reported ${d} ms after the stall began (timeout 2000 ms + 3 s allowed)"
+    echo "FIGURE $case_name: rank $r reported the timeout ${d} ms after rank 3 stalled (timeout 2000 ms)"
+  done
+  echo "$(error_line 0)"
+  took=$((t_end - f))
+  [ "$took" -le 13000 ] || fail "hier-stall: job ended ${took} ms after the stall (6 s stall + 2 s timeout + 5 s allowed)"
+  echo "FIGURE $case_name: job ended ${took} ms after the stall began (the stalled rank sleeps 6 s), exit $rc"
+}
+
+# --check-collectives off: rank 2 of 3 asks for 999 elements; the check that would name it is off, so no
+# rank may report "mismatched collectives" (what happens instead — a timeout — is the cost of turning it off).
+nocheck_case() {
+  probe 3 mpi mismatch-count 2000 --check-collectives off
+  if grep -q "ranks issued mismatched collectives" <<<"$out"; then
+    fail "nocheck: the mismatch was named with the check off: $out"
+  fi
+  echo "FIGURE $case_name: with the check off the job failed otherwise, exit $rc: $(grep "error" <<<"$out" | head -1)"
 }
 
 stall_case() {  # TRANSPORT
@@ -85,15 +123,17 @@ stall_case() {  # TRANSPORT
   echo "FIGURE $case_name: job ended ${took} ms after the stall began (the stalled rank sleeps 6 s), exit $rc"
 }
 
-die_case() {  # TRANSPORT SCENARIO
-  probe 3 "$1" "$2" 3000
+die_case() {  # TRANSPORT SCENARIO [NP [probe args]]
+  local np="${3:-3}" last
+  last=$((np - 1))
+  probe "$np" "$1" "$2" 3000 "${@:4}"
   f=$(fault_ms)
   [ -n "$f" ] || fail "$2: no FAULT line: $out"
   took=$((t_end - f))
-  [ "$took" -le 8000 ] || fail "$2: job ended ${took} ms after rank 2 died (timeout 3000 ms + 5 s allowed)"
-  grep -Eq "rank 2|\[rank 2\]|process rank 2" <<<"$out" || fail "$2: the lost rank 2 is not named: $out"
-  echo "$(grep -E "rank 2" <<<"$out" | head -2)"
-  echo "FIGURE $case_name: job ended ${took} ms after rank 2 died ($2, timeout 3000 ms), exit $rc"
+  [ "$took" -le 8000 ] || fail "$2: job ended ${took} ms after rank $last died (timeout 3000 ms + 5 s allowed)"
+  grep -Eq "rank $last|\[rank $last\]|process rank $last" <<<"$out" || fail "$2: the lost rank $last is not named: $out"
+  echo "$(grep -E "rank $last" <<<"$out" | head -2)"
+  echo "FIGURE $case_name: job ended ${took} ms after rank $last died ($2, $np ranks, timeout 3000 ms), exit $rc"
 }
 
 # --- trainer cases ---
@@ -182,6 +222,10 @@ case "$case_name" in
   shm-mismatch-count) mismatch_case shm mismatch-count "999" ;;
   shm-stall) stall_case shm ;;
   shm-die-kill) die_case shm die-kill ;;
+  hier-mismatch-count) mismatch_case hierarchical mismatch-count "rank 3 allreduce float32 x 999 sum" 4 --fake-hosts 2 ;;
+  hier-stall) hier_stall_case ;;
+  hier-die-kill) die_case hierarchical die-kill 4 --fake-hosts 2 ;;
+  nocheck-mismatch-count) nocheck_case ;;
   trainer-stall) trainer_stall_case ;;
   trainer-kill-mpirun) trainer_kill_case mpirun ;;
   trainer-kill-mirrorrun) trainer_kill_case mirrorrun ;;

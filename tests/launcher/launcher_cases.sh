@@ -9,6 +9,8 @@
 #   launcher_cases.sh MIRRORRUN RANK_PROBE failure-grace   a rank prints "[rank 1] error: ..." and the job goes
 #                                                    on: --failure-grace 1 s later mirrorrun kills mpirun and
 #                                                    the ranks; exit 1, nothing left running
+#   launcher_cases.sh MIRRORRUN RANK_PROBE heavy-output    2 ranks print 100000 short lines each: with
+#                                                    --no-tag-output every byte arrives
 #   launcher_cases.sh MIRRORRUN RANK_PROBE progress-tty    the real trainer (TRAINER, MIRROR_DATA from the
 #                                                    environment) under mirrorrun on a terminal (`script` gives
 #                                                    it a pseudo-terminal): short [rR] tags, and each epoch's
@@ -100,6 +102,20 @@ case $case in
       [ -z "$state" ] || fail "rank $r (pid $rank_pid) still there, state $state"
     done
     echo "job ended ${took} ms after start (--failure-grace 1)"
+    ;;
+  heavy-output)
+    set +e
+    timeout 60 "$mirrorrun" -np 2 --no-tag-output -- /bin/sh -c 'seq 1 100000' >"$dir/out" 2>&1
+    rc=$?
+    set -e
+    [ "$rc" -eq 0 ] || fail "exit code $rc"
+    # Untagged, the two ranks' chunks may interleave mid-line, but no byte may be lost.
+    bytes=$(wc -c <"$dir/out")
+    want=$(( 2 * $(seq 1 100000 | wc -c) ))
+    [ "$bytes" -eq "$want" ] || fail "$bytes bytes arrived, expected $want"
+    [ "$(tr -cd '0-9' <"$dir/out" | wc -c)" -eq $(( 2 * $(seq 1 100000 | tr -cd '0-9' | wc -c) )) ] \
+      || fail "digits lost"
+    echo "all $want bytes arrived"
     ;;
   progress-tty)
     "$MIRROR_DATA" synth --out "$dir/d.h5" --train 2000 --test 100 --features 16 --classes 4 --seed 5 >/dev/null

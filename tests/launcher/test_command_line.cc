@@ -156,6 +156,26 @@ TEST(BuildCommand, MpiArgsGoJustBeforeTheProgram) {
   EXPECT_EQ(argv.back(), "a b");
 }
 
+TEST(BuildCommand, NoTagOutputDropsTheTagging) {
+  LaunchOptions o = options(2);
+  o.tag_output = false;
+  const HostFacts f = facts(8, false, 0);
+  EXPECT_FALSE(has(build_mpirun_command("mpirun", o, plan_ranks(o, f, {}), f), "--tag-output"));
+}
+
+TEST(BuildCommand, KeepaliveForTheRunTimeUnlessTheUserSetsIt) {
+  const LaunchOptions o = options(2);
+  HostFacts f = facts(8, false, 0);
+  auto argv = build_mpirun_command("mpirun", o, plan_ranks(o, f, {}), f);
+  EXPECT_TRUE(contains(argv, {"--mca", "oob_tcp_keepalive_time", "20"}));
+  EXPECT_TRUE(contains(argv, {"--mca", "oob_tcp_keepalive_intvl", "5"}));
+  EXPECT_TRUE(contains(argv, {"--mca", "oob_tcp_keepalive_probes", "3"}));
+  f.env["OMPI_MCA_oob_tcp_keepalive_time"] = "600";  // mpirun reads it itself; the command line would win
+  argv = build_mpirun_command("mpirun", o, plan_ranks(o, f, {}), f);
+  EXPECT_FALSE(has(argv, "oob_tcp_keepalive_time"));
+  EXPECT_TRUE(has(argv, "oob_tcp_keepalive_intvl"));
+}
+
 TEST(SplitShellWords, QuotesAndEscapesAsAShell) {
   using Words = std::vector<std::string>;
   EXPECT_EQ(split_shell_words(""), Words{});

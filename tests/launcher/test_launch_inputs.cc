@@ -71,6 +71,11 @@ TEST(LaunchCli, MpiArgsAreSplitLikeAShell) {
   EXPECT_NE(err.find("unterminated ' quote"), std::string::npos) << err;
 }
 
+TEST(LaunchCli, TagOutputByDefaultAndOff) {
+  EXPECT_TRUE(parse({"prog"}).options.tag_output);
+  EXPECT_FALSE(parse({"--no-tag-output", "prog"}).options.tag_output);
+}
+
 TEST(LaunchCli, HelpExitsZero) {
   const auto p = parse({"--help"});
   EXPECT_FALSE(p.run);

@@ -1,6 +1,6 @@
 // test_cuda.cc — the CUDA backend against the CPU backend: every op, the layers, the loss, both optimizers
 // and whole training steps of a model. Every case GTEST_SKIPs when no CUDA GPU is visible (always in a
-// CPU-only build), so CTest reports the binary as skipped there. Tolerances: cuBLAS and OpenBLAS sum in
+// CPU-only build), so CTest reports the binary as skipped there. Tolerances: cuBLAS and oneDNN sum in
 // different orders, so products differ by float rounding (~k·u relative); element-wise kernels match closely.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include "mirror/nn/linear.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model.h"
+#include "mirror/nn/model_build.h"
 #include "mirror/nn/ops.h"
 #include "mirror/nn/optimizer.h"
 #include "reference.h"
@@ -194,6 +195,39 @@ TEST_F(Cuda, ModelTrainingStepsMatchCpu) {
     go->step(gm.params(), gm.grads(), 0.1f);
   }
   expect_close(gm.params_to_host(), cm.params_to_host(), 1e-4, "params after 3 steps");
+}
+
+// Flatten, Dropout (its mask multiplied on the GPU) and a residual block with a projection shortcut.
+TEST_F(Cuda, ResidualDropoutModelMatchesCpu) {
+  const char* text = R"({"layers": [{"type": "flatten"}, {"type": "linear", "out_features": 24}, {"type": "relu"},
+    {"type": "residual", "body": [{"type": "linear", "out_features": 16}, {"type": "relu"},
+     {"type": "linear", "out_features": 16}], "shortcut": [{"type": "linear", "out_features": 16, "bias": false}]},
+    {"type": "dropout", "p": 0.4}, {"type": "linear", "out_features": "classes"}]})";
+  const ModelDescription d = ModelDescription::parse(text, "test");
+  auto cm = build_model(d, {2, 5, 5}, 7, cpu_);
+  auto gm = build_model(d, {2, 5, 5}, 7, gpu_);
+  cm->init_parameters(3);
+  gm->params_from_host(cm->params_to_host());
+  const std::int64_t batch = 9;
+  const auto x = random_vector(batch * 50, 8);
+  Tensor cx({batch, 2, 5, 5}, cpu_), gx({batch, 2, 5, 5}, gpu_), cd, gd;
+  cx.copy_from_host(x);
+  gx.copy_from_host(x);
+  std::vector<std::int64_t> ids(batch);
+  for (std::int64_t i = 0; i < batch; ++i) ids[i] = 100 + 3 * i;
+  ForwardContext ctx;
+  ctx.seed = 4;
+  ctx.step = 2;
+  ctx.sample_ids = ids;
+  std::vector<std::int32_t> y(batch);
+  for (std::int64_t i = 0; i < batch; ++i) y[i] = static_cast<std::int32_t>(i % 7);
+  SoftmaxCrossEntropy cl(cpu_), gl(gpu_);
+  const LossStats cs = cl.forward_backward(cm->forward(cx, ctx), y, cd);
+  const LossStats gs = gl.forward_backward(gm->forward(gx, ctx), y, gd);
+  EXPECT_NEAR(gs.mean_loss(), cs.mean_loss(), 1e-4);
+  cm->backward(cd);
+  gm->backward(gd);
+  expect_close(gm->grads_to_host(), cm->grads_to_host(), 1e-4, "grads");
 }
 
 }  // namespace

@@ -23,6 +23,10 @@ expect_error 2 "--global-batch-size 7 does not divide by the 2 ranks" mpi 2 "$TR
 expect_error 2 "--device must be one of auto, cpu, cuda, got 'tpu'" mpi 1 "$TRAINER" "${d[@]}" --device tpu
 expect_error 2 "--shard-optimizer must be one of auto, on, off, got 'sometimes'" mpi 2 "$TRAINER" "${d[@]}" \
   --shard-optimizer sometimes
+expect_error 2 "--host-transport must be one of auto, shm, hierarchical, mpi, got 'tcp'" mpi 2 "$TRAINER" "${d[@]}" \
+  --host-transport tcp
+expect_error 2 "--check-collectives must be one of on, off, got 'maybe'" mpi 1 "$TRAINER" "${d[@]}" \
+  --check-collectives maybe
 expect_error 2 "--checkpoint-every must be a positive number of steps or 'epoch', got 'often'" mpi 1 "$TRAINER" \
   "${d[@]}" --checkpoint-every often
 expect_error 2 "--checkpoint-every must be a positive number of steps or 'epoch', got '0'" mpi 1 "$TRAINER" \

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "mirror/error.h"
+#include "mirror/nn/model_description.h"
 #include "mirror/train/cli_checks.h"
 
 namespace mirror::train {
@@ -14,7 +15,6 @@ namespace {
 
 using cli::enum_choice;
 using Sharding = data::Sharding;
-using HostTransport = coll::HostTransport;
 
 // The name tables of every enum flag: the parser, --help, to_json and to_string all read these.
 const std::vector<std::pair<std::string, Sharding>> kShardings{{"index", Sharding::kIndex}, {"files", Sharding::kFiles}};
@@ -27,8 +27,6 @@ const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{
 const std::vector<std::pair<std::string, LrScaling>> kScalings{{"none", LrScaling::kNone}, {"linear", LrScaling::kLinear}};
 const std::vector<std::pair<std::string, BackendChoice>> kBackends{
     {"auto", BackendChoice::kAuto}, {"host", BackendChoice::kHost}, {"nccl", BackendChoice::kNccl}};
-const std::vector<std::pair<std::string, HostTransport>> kTransports{
-    {"auto", HostTransport::kAuto}, {"shm", HostTransport::kShm}, {"mpi", HostTransport::kMpi}};
 const std::vector<std::pair<std::string, BestMetric>> kBestMetrics{
     {"none", BestMetric::kNone}, {"test_acc", BestMetric::kTestAcc}, {"test_loss", BestMetric::kTestLoss},
     {"train_loss", BestMetric::kTrainLoss}, {"train_acc", BestMetric::kTrainAcc}};
@@ -39,6 +37,27 @@ template <typename E>
 CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& value,
                         const std::vector<std::pair<std::string, E>>& table, const std::string& help) {
   return app.add_option(flag, value, help)->transform(enum_choice(table))->default_str(cli::enum_name(table, value));
+}
+
+// --host-transport: "auto" or a host row of the collectives' backend table, parsed by it into its row.
+void add_host_transport(CLI::App& app, const coll::BackendInfo*& value) {
+  std::vector<std::string> names{"auto"};
+  for (const coll::BackendInfo* b : coll::backends())
+    if (b->buffers == coll::Buffers::kHost) names.emplace_back(b->name);
+  std::string all;
+  for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+  app.add_option_function<std::string>(
+         "--host-transport", [&value](const std::string& name) { value = coll::parse_backend("host", name); },
+         "host backend: auto (shm when every rank is on one host, hierarchical across hosts with as many ranks "
+         "each, else mpi) or one by name")
+      ->check(CLI::Validator(
+          [names, all](std::string& s) -> std::string {
+            for (const auto& n : names)
+              if (n == s) return "";
+            return "must be one of " + all + cli::detail::got(s);
+          },
+          "{" + all + "}", "host_transport"))
+      ->default_str("auto")->group("Communication");
 }
 
 // --checkpoint-every: "epoch" (stored as 0) or a positive number of steps.
@@ -97,7 +116,13 @@ void set_resume(ResumeFrom& r, const std::string& value) {
   r.path = value == "auto" ? "" : value;
 }
 
-void add_options(CLI::App& app, TrainConfig& c) {
+std::string model_help() {
+  std::string help = "a built-in model or a JSON model file (docs/model-format.md); built-ins:";
+  for (const nn::BuiltinModel& m : nn::builtin_models()) help += std::string("\n  ") + m.name + ": " + m.summary;
+  return help;
+}
+
+void add_options(CLI::App& app, TrainConfig& c, bool print) {
   app.description(
       "Data-parallel training: every rank trains a replica of the model on its own slice of each global batch;\n"
       "gradients are averaged across ranks; rank 0 writes checkpoints and prints. Run it as\n"
@@ -124,10 +149,25 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->check(cli::integer_in(0, 1024))->group("Data");
   app.add_flag("--hflip", c.hflip, "augmentation of training images: flip half of them left-right")->group("Data");
 
-  app.add_option("--model", c.model, "model: mlp:H1,H2,... (hidden sizes, ReLU between)")->group("Model");
+  app.add_option("--model", c.model, model_help())->group("Model");
+  // Prints a built-in as a JSON model file to start from, and exits (before --data is asked for).
+  app.add_option_function<std::string>(
+         "--print-model",
+         [print](const std::string& name) {
+           std::string json;
+           try {
+             json = nn::builtin_model(name).to_json(2);
+           } catch (const Error& e) {
+             throw CLI::ValidationError("--print-model", e.message());
+           }
+           if (print) std::cout << json << std::endl;
+           throw CLI::Success();
+         },
+         "print built-in model NAME as a JSON model file and exit")
+      ->group("Model");
   add_choice(app, "--device", c.device, kDevices, "auto (CUDA when a GPU is visible, else CPU), cpu or cuda")
       ->group("Model");
-  app.add_option("--blas-threads", c.blas_threads, "OpenBLAS threads per rank on the CPU")
+  app.add_option("--blas-threads", c.blas_threads, "CPU compute threads per rank (oneDNN's OpenMP threads)")
       ->check(cli::integer_in(1, 256))->group("Model");
   app.add_option("--seed", c.seed, "seed of parameter initialisation and data order")->group("Model");
   app.add_flag("--sync-bn,!--no-sync-bn", c.sync_bn,
@@ -186,9 +226,10 @@ void add_options(CLI::App& app, TrainConfig& c) {
       ->group("Communication");
   add_choice(app, "--backend", c.backend, kBackends, "auto (nccl on CUDA, host on CPU), host or nccl")
       ->group("Communication");
-  add_choice(app, "--host-transport", c.host_transport, kTransports,
-             "host backend: auto (shared memory when every rank is on this node), shm or mpi")
-      ->group("Communication");
+  add_host_transport(app, c.host_transport);
+  app.add_option("--check-collectives", c.check_collectives,
+                 "on: every collective first checks that all ranks issued the same call; off: skip it")
+      ->transform(enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on")->group("Communication");
   add_choice(app, "--shard-optimizer", c.shard_optimizer, kToggles,
              "on: each rank reduce-scatters the gradients, updates only its shard of the parameters and "
              "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
@@ -244,7 +285,7 @@ std::string decay_flag_name(nn::DecayKind kind) { return cli::enum_name(kDecays,
 
 std::optional<int> parse_train_config(int argc, char** argv, TrainConfig& config, bool print) {
   CLI::App app{"", "trainer"};
-  add_options(app, config);
+  add_options(app, config, print);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -323,7 +364,8 @@ std::string to_json(const TrainConfig& c) {
   j["bucket_mb"] = c.bucket_mb;
   j["overlap"] = c.overlap;
   j["backend"] = cli::enum_name(kBackends, c.backend);
-  j["host_transport"] = cli::enum_name(kTransports, c.host_transport);
+  j["host_transport"] = c.host_transport ? c.host_transport->name : "auto";
+  j["check_collectives"] = c.check_collectives;
   j["shard_optimizer"] = cli::enum_name(kToggles, c.shard_optimizer);
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;

@@ -17,8 +17,10 @@
 #include "batch_tensor.h"
 #include "mirror/agreed_error.h"
 #include "mirror/error.h"
+#include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/finite.h"
+#include "mirror/nn/model_build.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/evaluate.h"
 #include "mirror/train/setup_agreement.h"
@@ -132,11 +134,12 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
 
 void Trainer::setup_model() {
   device_ = nn::resolve_device(config_.device, ctx_.local_rank, config_.blas_threads);
-  MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend() == coll::Backend::kHost), kInvalidArgument,
+  MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
   const data::DatasetInfo& info = dataset_->info();
-  model_ = std::make_unique<nn::Model>(config_.model, nn::Shape(info.sample_shape), info.num_classes, device_);
+  model_ = nn::build_model(config_.model, nn::Shape(info.sample_shape), info.num_classes, device_);
+  check_dataset_fits(*model_, *dataset_);
   // auto: where the reduce-scatter and all-gather go straight between shared buffers (over MPI the
   // all-gather costs more than the half optimizer step saves: docs/benchmarks.md).
   const bool on_shm = !device_.is_cuda() && std::string_view(coll::transport_name(*ctx_.gradients)) == "shm";
@@ -226,8 +229,8 @@ void Trainer::print_banner() const {
   const data::DatasetInfo& info = dataset_->info();
   std::ostream& o = *out_;
   o << "mirror trainer: " << world_ << " rank" << (world_ > 1 ? "s" : "") << " on " << to_string(device_)
-    << (device_.is_cpu() ? " (" + std::to_string(config_.blas_threads) + " BLAS thread per rank)" : "")
-    << ", gradients over " << coll::to_string(ctx_.gradients->backend()) << " ("
+    << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "")
+    << ", gradients over " << coll::to_string(ctx_.gradients->backend().buffers) << " ("
     << coll::transport_name(*ctx_.gradients) << (grad_memory_.data() ? ", in a shared buffer" : "") << ")"
     << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
   if (!shared_memory_failed_.empty())
@@ -235,8 +238,9 @@ void Trainer::print_banner() const {
       << " in ordinary memory (slower collectives): " << shared_memory_failed_ << "\n";
   o << "  data " << config_.data << ": " << info.train_size << " train, " << info.test_size << " test, "
     << info.features << " features, " << info.num_classes << " classes\n"
-    << "  model " << model_->description() << ": " << model_->num_parameters() << " parameters ("
+    << "  model " << config_.model << ": " << model_->num_parameters() << " parameters ("
     << model_->num_parameters() * 4 / 1024 << " KiB), " << bucketer_->bucket_count() << " gradient bucket(s)\n"
+    << nn::layer_table(*model_)
     << "  batch " << config_.batch_size << " per rank, global " << config_.global_batch_size
     << (accum_ > 1 ? " x " + std::to_string(accum_) + " accumulation steps" : "") << "; " << steps_per_epoch_
     << " steps per epoch, " << config_.epochs << " epochs, lr "

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
       return app.exit(e) == 0 ? 0 : 2;
     }
     coll::CommOptions options;
-    options.host_transport = coll::parse_host_transport(transport);
+    options.backend = coll::parse_backend("host", transport);
     auto comm = coll::make_communicator(options);
     const std::vector<std::size_t> sizes = model_like_sizes(static_cast<std::size_t>(total_mb * 1024 * 1024));
     std::vector<train::GradSlice> slices;

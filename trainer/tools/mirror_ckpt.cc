@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "mirror/error.h"
+#include "mirror/nn/model_build.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/cli_checks.h"
 
@@ -80,9 +81,16 @@ int inspect_command(const std::string& file) {
   }
   std::printf("  format version %lld\n", static_cast<long long>(s.format_version));
   std::printf("  model %s: samples [%s] (%lld features), %lld classes; optimizer %s at step %lld\n",
-              s.model_description.c_str(), shape.c_str(), static_cast<long long>(s.input_features),
+              s.model_spec.c_str(), shape.c_str(), static_cast<long long>(s.input_features),
               static_cast<long long>(s.num_classes), s.optimizer_kind.c_str(),
               static_cast<long long>(s.optimizer_step));
+  if (s.model_description != s.model_spec) std::printf("  description %s\n", s.model_description.c_str());
+  try {  // the layer table of the model the checkpoint describes (built on the CPU, not initialised)
+    const auto model = mirror::nn::build_model(s.model_description, s.sample_shape, s.num_classes, mirror::nn::Device{});
+    std::printf("layers:\n%s", mirror::nn::layer_table(*model).c_str());
+  } catch (const mirror::Error& e) {
+    std::printf("layers: (cannot build the model here: %s)\n", e.message().c_str());
+  }
   std::printf("configuration:\n");
   try {
     std::cout << nlohmann::json::parse(s.config_json).dump(2) << "\n";

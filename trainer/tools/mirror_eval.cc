@@ -19,6 +19,7 @@
 #include "mirror/train/evaluate.h"
 #include "mirror/train/setup_agreement.h"
 #include "mirror/nn/model.h"
+#include "mirror/nn/model_build.h"
 #include "mirror/train/cli_checks.h"
 #include "mpi_main.h"
 
@@ -32,6 +33,7 @@ struct EvalOptions {
   int blas_threads = 1;
   double timeout_s = 300;
   bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
+  bool check_collectives = true;
 };
 
 // A directory means its newest checkpoint that verifies, or with --best its best.h5 (trainer --keep-best).
@@ -70,6 +72,7 @@ std::vector<float> checked_values(const std::string& path, const char* what, con
 int run(const EvalOptions& o, int rank) {
   coll::CommOptions comm_options;
   comm_options.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  comm_options.check_consistency = o.check_collectives;
   auto control = coll::make_communicator(comm_options);
 
   // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on. What
@@ -83,8 +86,7 @@ int run(const EvalOptions& o, int rank) {
     state = train::read_checkpoint(path);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-    model_holder = std::make_unique<nn::Model>(state.model_description, nn::Shape(state.sample_shape),
-                                               state.num_classes, device);
+    model_holder = nn::build_model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
     nn::Model& m = *model_holder;
     m.params_from_host(checked_values(path, "parameters", state.params, m.parameters(), m.num_parameters()));
     m.buffers_from_host(checked_values(path, "buffer values", state.buffers, m.buffers(), m.num_buffer_values()));
@@ -176,6 +178,9 @@ int main(int argc, char** argv) {
         ->default_str("auto");
     app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(cli::integer_in(1, 256))
         ->capture_default_str();
+    app.add_option("--check-collectives", o.check_collectives,
+                   "on: every collective first checks that all ranks issued the same call; off: skip it")
+        ->transform(cli::enum_choice<int>({{"on", 1}, {"off", 0}}))->default_str("on");
     app.add_option("--timeout", o.timeout_s, "seconds a collective may wait")->check(cli::number_in(0.1, 86400.0))
         ->capture_default_str();
     try {

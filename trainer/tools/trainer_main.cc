@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     const int local_rank = coll::MpiRuntime::local_rank();
     coll::CommOptions options;
     options.timeout = std::chrono::milliseconds(static_cast<long long>(config.timeout_s * 1000));
-    options.host_transport = config.host_transport;
+    options.backend = config.host_transport;
+    options.check_consistency = config.check_collectives;
     auto control = coll::make_communicator(options);
     std::unique_ptr<coll::Communicator> nccl;
     // The device first: "--device cuda" without a GPU is reported as such (once, exit 3), not as a missing NCCL.
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
     train::run_agreed_setup(*control, [&] { device = nn::resolve_device(config.device, local_rank, config.blas_threads); });
     if (config.backend == train::BackendChoice::kNccl ||
         (config.backend == train::BackendChoice::kAuto && device.is_cuda())) {
-      options.backend = coll::Backend::kNccl;
+      options.backend = coll::parse_backend("nccl");
       nccl = coll::make_communicator(options);
     }
     train::TrainContext ctx;

@@ -2,9 +2,12 @@
 #include "mirror/nn/activation.h"
 
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
 
 namespace mirror::nn {
+
+std::unique_ptr<Layer> ReLU::create(const LayerArgs& args) { return std::make_unique<ReLU>(args.device); }
 
 const Tensor& ReLU::forward(const Tensor& x) {
   y_.resize(x.shape());

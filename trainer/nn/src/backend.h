@@ -31,7 +31,8 @@ void require_cpu(const Device& device);
                     float b2, float eps, float wd, float bc1, float bc2);                                   \
   void fill(float* x, std::int64_t n, float value);                                                         \
   void scale(float* x, std::int64_t n, float alpha);                                                        \
-  void axpy(std::int64_t n, float alpha, const float* x, float* y);
+  void axpy(std::int64_t n, float alpha, const float* x, float* y);                                          \
+  void multiply(std::int64_t n, const float* a, const float* b, float* y);
 
 namespace cpu {
 MIRROR_NN_BACKEND_OPS

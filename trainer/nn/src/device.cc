@@ -1,7 +1,8 @@
-// device.cc — mirror/nn/device.h: device names, GPU discovery and choice, OpenBLAS thread count.
+// device.cc — mirror/nn/device.h: device names, GPU discovery and choice, CPU thread count (OpenMP's, which
+// oneDNN runs on; OpenMP's count is per calling thread: the thread that computes must set it).
 #include "mirror/nn/device.h"
 
-#include <cblas.h>
+#include <omp.h>
 
 #include "backend.h"
 #include "mirror/error.h"
@@ -30,10 +31,10 @@ int cuda_device_count() {
 
 void set_cpu_threads(int threads) {
   MIRROR_CHECK(threads >= 1, kInvalidArgument, "CPU thread count must be >= 1, got " << threads);
-  openblas_set_num_threads(threads);
+  omp_set_num_threads(threads);  // oneDNN's threads: Debian builds it with OpenMP (DNNL_RUNTIME_OMP)
 }
 
-int cpu_threads() { return openblas_get_num_threads(); }
+int cpu_threads() { return omp_get_max_threads(); }
 
 const char* to_string(DeviceRequest request) {
   switch (request) {

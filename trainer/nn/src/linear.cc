@@ -6,16 +6,24 @@
 
 #include "init.h"
 #include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
 
 namespace mirror::nn {
 
 using ops::Trans;
 
-Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device device)
-    : in_(in_features), out_(out_features), device_(device), y_({0}, device), dx_({0}, device) {
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias)
+    : in_(in_features), out_(out_features), has_bias_(bias), device_(device), y_({0}, device), dx_({0}, device) {
   MIRROR_CHECK(in_ > 0 && out_ > 0, kInvalidArgument,
                "linear layer needs positive sizes, got in=" << in_ << " out=" << out_);
+}
+
+std::unique_ptr<Layer> Linear::create(const LayerArgs& args) {
+  const std::int64_t out = args.settings.text("out_features") == "classes"
+                               ? args.classes
+                               : args.settings.required_integer("out_features", 1);
+  return std::make_unique<Linear>(shape_numel(args.input), out, args.device, args.settings.boolean("bias", true));
 }
 
 Shape Linear::output_sample_shape(const Shape& input_sample_shape) const {
@@ -24,12 +32,17 @@ Shape Linear::output_sample_shape(const Shape& input_sample_shape) const {
   return {out_};
 }
 
-std::vector<ParamSpec> Linear::parameter_specs() const { return {{"weight", {out_, in_}}, {"bias", {out_}}}; }
+std::vector<ParamSpec> Linear::parameter_specs() const {
+  if (!has_bias_) return {{"weight", {out_, in_}}};
+  return {{"weight", {out_, in_}}, {"bias", {out_}}};
+}
 
 void Linear::bind_parameters(std::span<const ParamBinding> bindings) {
-  MIRROR_CHECK(bindings.size() == 2, kInternal, "linear layer expects 2 parameter bindings, got " << bindings.size());
+  const std::size_t want = has_bias_ ? 2 : 1;
+  MIRROR_CHECK(bindings.size() == want, kInternal,
+               "linear layer expects " << want << " parameter bindings, got " << bindings.size());
   weight_ = bindings[0];
-  bias_ = bindings[1];
+  if (has_bias_) bias_ = bindings[1];
 }
 
 void Linear::init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {
@@ -49,7 +62,7 @@ const Tensor& Linear::forward(const Tensor& x) {
   y_.resize({batch, out_});
   ops::gemm(device_, Trans::kNo, Trans::kYes, batch, out_, in_, 1.0f, x.data(), in_, weight_.value, in_, 0.0f,
             y_.data(), out_);
-  ops::add_row_bias(device_, y_.data(), bias_.value, batch, out_);
+  if (has_bias_) ops::add_row_bias(device_, y_.data(), bias_.value, batch, out_);
   return y_;
 }
 
@@ -59,8 +72,10 @@ const Tensor* Linear::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   MIRROR_CHECK(dy.numel() == batch * out_, kInvalidArgument,
                "linear backward expects dy of shape [" << batch << ", " << out_ << "], got " << to_string(dy.shape()));
   const float beta = mode == GradMode::kAccumulate ? 1.0f : 0.0f;
-  ops::column_sums(device_, dy.data(), batch, out_, beta, bias_.grad);
-  if (grad_ready) grad_ready(1);
+  if (has_bias_) {
+    ops::column_sums(device_, dy.data(), batch, out_, beta, bias_.grad);
+    if (grad_ready) grad_ready(1);
+  }
   ops::gemm(device_, Trans::kYes, Trans::kNo, out_, in_, batch, 1.0f, dy.data(), out_, x_->data(), in_, beta,
             weight_.grad, in_);
   if (grad_ready) grad_ready(0);

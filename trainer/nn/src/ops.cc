@@ -82,4 +82,9 @@ void axpy(const Device& device, std::int64_t n, float alpha, const float* x, flo
   MIRROR_NN_DISPATCH(device, axpy, n, alpha, x, y);
 }
 
+void multiply(const Device& device, std::int64_t n, const float* a, const float* b, float* y) {
+  if (n == 0) return;
+  MIRROR_NN_DISPATCH(device, multiply, n, a, b, y);
+}
+
 }  // namespace mirror::nn::ops

@@ -1,28 +1,32 @@
-// ops_cpu.cc — the CPU backend: OpenBLAS sgemm for matrix products, plain loops over __restrict pointers
-// (which the compiler vectorises) for everything else.
-#include <cblas.h>
+// ops_cpu.cc — the CPU backend: oneDNN's sgemm for matrix products (it picks its kernels from cpuid, AVX2 to
+// AVX-512; OpenBLAS 0.3.21 ran generic Prescott kernels on CPUs it did not know, and measured slower at the
+// MLP's shapes: docs/compute.md, mirror-gemm-bench), plain loops over __restrict pointers (which the compiler
+// vectorises) for everything else.
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "backend.h"
+#include "mirror/error.h"
 
 namespace mirror::nn::detail::cpu {
 
 void gemm(ops::Trans ta, ops::Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
-  if (k == 0) {  // BLAS leaves C untouched-but-scaled; make beta == 0 an exact overwrite like everywhere else
+  if (k == 0) {  // a BLAS leaves C untouched-but-scaled; make beta == 0 an exact overwrite like everywhere else
     for (std::int64_t i = 0; i < m; ++i) {
       float* __restrict row = c + i * ldc;
       for (std::int64_t j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
     }
     return;
   }
-  cblas_sgemm(CblasRowMajor, ta == ops::Trans::kYes ? CblasTrans : CblasNoTrans,
-              tb == ops::Trans::kYes ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
+  const dnnl_status_t status = dnnl_sgemm(ta == ops::Trans::kYes ? 'T' : 'N', tb == ops::Trans::kYes ? 'T' : 'N', m, n,
+                                          k, alpha, a, lda, b, ldb, beta, c, ldc);  // row-major, as ops::gemm
+  MIRROR_CHECK(status == dnnl_success, kInternal,
+               "dnnl_sgemm m=" << m << " n=" << n << " k=" << k << " lda=" << lda << " ldb=" << ldb << " ldc=" << ldc
+                               << " failed with status " << static_cast<int>(status));
 }
 
 void add_row_bias(float* y, const float* bias, std::int64_t rows, std::int64_t cols) {
@@ -140,6 +144,10 @@ void axpy(std::int64_t n, float alpha, const float* x, float* y) {
   const float* __restrict xx = x;
   float* __restrict yy = y;
   for (std::int64_t i = 0; i < n; ++i) yy[i] += alpha * xx[i];
+}
+
+void multiply(std::int64_t n, const float* a, const float* b, float* y) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
 }
 
 }  // namespace mirror::nn::detail::cpu

@@ -1,8 +1,11 @@
 // mirror/coll/communicator.h — the one interface through which Mirror communicates between ranks.
 //
-// A Communicator spans the ranks of the MPI job (one per process). The backend is chosen at run time:
-//   host — CPU buffers; reductions on the CPU (16-bit floats accumulate in float32);
-//   nccl — device buffers (CUDA); NCCL communicator bootstrapped over MPI.
+// A Communicator spans the ranks of the MPI job (one per process). The backend is a row of the backend
+// table (mirror/coll/backend.h), chosen at run time:
+//   host buffers — reductions on the CPU (16-bit floats accumulate in float32), over shared memory (shm,
+//     one host), MPI point-to-point (mpi), or shared memory inside each host and MPI between hosts
+//     (hierarchical);
+//   device buffers — nccl: CUDA memory; NCCL communicator bootstrapped over MPI.
 // All calls are collective: every rank calls them in the same order with the same count, dtype and op.
 // Buffers: for every call, send == recv means in-place. A null buffer with count > 0, an unsupported
 // dtype/op pair or a root out of range throws mirror::Error(kInvalidArgument) on the calling rank.
@@ -33,7 +36,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "mirror/coll/backend.h"
 #include "mirror/coll/types.h"
 
 namespace mirror::coll {
@@ -74,17 +80,6 @@ class SharedBuffer {
   std::size_t bytes_ = 0;
 };
 
-enum class Backend { kHost, kNccl };
-const char* to_string(Backend backend);
-Backend parse_backend(std::string_view name);  // "host" | "nccl"
-
-// How the host backend moves bytes: kShm — one shared-memory segment mapped by every rank (all ranks on
-// one machine); kMpi — MPI point-to-point; kAuto — kShm when every rank shares this node (and the segment
-// can be made), otherwise kMpi.
-enum class HostTransport { kAuto, kShm, kMpi };
-const char* to_string(HostTransport transport);
-HostTransport parse_host_transport(std::string_view name);  // "auto" | "shm" | "mpi"
-
 // How the shared-memory transport writes the staging buffers that other ranks read during large
 // allreduces: kCached — plain stores (the reader takes the lines from the writer's cache: fastest when the
 // ranks' cores share a cache); kStreaming — non-temporal stores (the reader takes them from memory: no
@@ -96,23 +91,28 @@ const char* to_string(ShmStaging staging);
 ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "streaming"
 
 struct CommOptions {
-  Backend backend = Backend::kHost;
+  // The backend: a row of backends() (parse_backend() turns the programs' flags into one), or nullptr:
+  // host buffers, the first of shm (every rank on one host), hierarchical (several hosts with the same
+  // number of ranks, more than one each) and mpi that fits the ranks.
+  const BackendInfo* backend = nullptr;
   // Every blocking wait gives up after this long and throws kTimeout naming the collective.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   // nccl: the CUDA device this rank uses; -1 means "the local rank modulo the visible device count".
   int device = -1;
-  // host: run async calls on a per-communicator progress thread (only when MPI provides
+  // host buffers: run async calls on a per-communicator progress thread (over MPI only when MPI provides
   // MPI_THREAD_MULTIPLE). false, or less thread support: async calls run inline and return completed.
   bool progress_thread = true;
-  // host: the transport (see HostTransport). kShm throws kInvalidArgument when the ranks span nodes.
-  HostTransport host_transport = HostTransport::kAuto;
-  // host, shared-memory transport: how staging buffers are written (see ShmStaging).
+  // shm (and the shared-memory part of hierarchical): how staging buffers are written (see ShmStaging).
   ShmStaging shm_staging = ShmStaging::kAuto;
-  // host: check that all ranks issue the same collective (op, dtype, count, reduction, root, order) by
-  // sending a 32-byte fingerprint ahead of each collective's first message to each peer; a mismatch fails
-  // on every rank with kInvalidArgument naming each rank's call. Off only to measure its cost (the
-  // environment variable MIRROR_CHECK_COLLECTIVES=0 also turns it off).
+  // Every backend: check that all ranks issue the same collective (op, dtype, count, reduction, root,
+  // order) before any data is used; a mismatch fails on every rank with kInvalidArgument naming each
+  // rank's call. All ranks must agree on it. The programs' --check-collectives on|off sets it; off only to
+  // measure its cost (docs/reliability.md).
   bool check_consistency = true;
+  // TEST SEAM, set only by tests and `mirror-bench --fake-hosts K`: treat consecutive blocks of ranks
+  // (rank r on host r * K / size) as K hosts instead of asking MPI which ranks share a node, so the
+  // multi-host backends can be tested on one machine. 0: the real hosts.
+  int hosts_for_testing = 0;
 };
 
 class Communicator {
@@ -121,7 +121,13 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual Backend backend() const = 0;
+  // The row of the backend table this communicator was built from.
+  virtual const BackendInfo& backend() const = 0;
+  // The counters of backend().statistics, in that order (read while no call is outstanding).
+  virtual std::vector<Statistic> statistics() const { return {}; }
+  // Why make_communicator, left to choose, passed over the backends before this one (e.g. "not
+  // hierarchical: hosts have 2, 1 ranks"); empty when it was asked for by name or nothing was passed over.
+  const std::string& selection_note() const { return selection_note_; }
 
   // recv[i] = op over ranks of send[i], for i < count, on every rank.
   virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) = 0;
@@ -155,15 +161,25 @@ class Communicator {
   // as on any buffer). The nccl backend throws kInvalidArgument (its buffers are device memory).
   // Failures (no room in /dev/shm, more than 64 live shared buffers) throw on every rank.
   virtual SharedBuffer allocate_shared(std::size_t bytes);
+
+ private:
+  friend std::unique_ptr<Communicator> make_communicator(const CommOptions& options);
+  std::string selection_note_;
+  std::string transport_label_;  // what transport_name() returns
+  friend const char* transport_name(const Communicator& comm);
 };
 
 // Builds the communicator over all ranks of the job (MpiRuntime must be alive).
 std::unique_ptr<Communicator> make_communicator(const CommOptions& options = {});
 
-// What a communicator moves bytes with: "shm", "mpi" (host backend) or "nccl".
+// What a communicator moves bytes with: its backend's name ("shm", "mpi", "hierarchical", "nccl"),
+// followed by "; " and its selection_note() when there is one. Valid as long as the communicator.
 const char* transport_name(const Communicator& comm);
 
-// Shared-memory transport only (zeros otherwise): how many large (pipelined) allreduces so far wrote the
+// The counter `name` of comm.statistics(), 0 when the backend does not count it.
+std::uint64_t statistic(const Communicator& comm, std::string_view name);
+
+// Shared-memory transport (also inside hierarchical; zeros elsewhere), from statistics(): how many large (pipelined) allreduces so far wrote the
 // staging buffers with plain stores and how many with streaming ones (see ShmStaging), and how many
 // allreduces, reduce_scatters and allgathers went straight between shared buffers (allocate_shared) without staging. Read it while no
 // call of `comm` is outstanding.

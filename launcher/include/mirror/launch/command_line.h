@@ -26,7 +26,7 @@ struct RankPlan {
 RankPlan plan_ranks(const LaunchOptions& options, const HostFacts& facts, const std::vector<HostEntry>& hosts);
 
 // argv for execv: mpirun, -np, [--hostfile], binding, [--oversubscribe], [--allow-run-as-root],
-// --tag-output, -x exports (thread counts, MIRROR_RESTART_COUNT=restart, MIRROR_*, NCCL_*, PATH,
+// --tag-output (unless --no-tag-output), TCP keepalive for the run-time (--mca oob_tcp_keepalive_*, unless OMPI_MCA_ sets them), -x exports (thread counts, MIRROR_RESTART_COUNT=restart, MIRROR_*, NCCL_*, PATH,
 // LD_LIBRARY_PATH), the --mpi-args words, then the program and its arguments unchanged.
 std::vector<std::string> build_mpirun_command(const std::string& mpirun, const LaunchOptions& options,
                                               const RankPlan& plan, const HostFacts& facts, int restart = 0);

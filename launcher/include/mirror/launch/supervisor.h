@@ -1,7 +1,8 @@
 // mirror/launch/supervisor.h — runs the mpirun job and watches it: mpirun in its own session (so it and
 // its ranks can be signalled and cleaned up as a group), SIGINT/SIGTERM passed on to the ranks so they can
-// checkpoint, escalation to SIGKILL after a grace period or a second signal, the job's exit code passed
-// through, and whole-job restarts after a failure.
+// checkpoint, escalation to SIGKILL after a grace period or a second signal, mpirun's output copied with short
+// rank tags (rank_output.h), mpirun killed when it does not end the job after a rank's fatal error
+// (--failure-grace), the job's exit code passed through, and whole-job restarts after a failure.
 #pragma once
 
 #include <functional>

@@ -82,7 +82,8 @@ struct TrainConfig {
   double bucket_mb = 25.0;
   bool overlap = true;              // start each bucket during backward (false: all after backward)
   BackendChoice backend = BackendChoice::kAuto;
-  coll::HostTransport host_transport = coll::HostTransport::kAuto;  // host backend
+  const coll::BackendInfo* host_transport = nullptr;  // host backend: a host row of coll::backends(); nullptr: auto
+  bool check_collectives = true;  // --check-collectives on|off (CommOptions::check_consistency)
   // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
   // all of them after an all-reduce: auto (on for CPU models on the shared-memory transport) | on | off.
   Toggle shard_optimizer = Toggle::kAuto;

@@ -106,6 +106,10 @@ __global__ void axpy_kernel(std::int64_t n, float alpha, const float* x, float* 
   MIRROR_GRID_LOOP(i, n) { y[i] += alpha * x[i]; }
 }
 
+__global__ void multiply_kernel(std::int64_t n, const float* a, const float* b, float* y) {
+  MIRROR_GRID_LOOP(i, n) { y[i] = a[i] * b[i]; }
+}
+
 cublasOperation_t op(ops::Trans t) { return t == ops::Trans::kYes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
@@ -170,6 +174,11 @@ void scale(float* x, std::int64_t n, float alpha) {
 
 void axpy(std::int64_t n, float alpha, const float* x, float* y) {
   axpy_kernel<<<blocks_for(n), kThreads>>>(n, alpha, x, y);
+  check_launch();
+}
+
+void multiply(std::int64_t n, const float* a, const float* b, float* y) {
+  multiply_kernel<<<blocks_for(n), kThreads>>>(n, a, b, y);
   check_launch();
 }
 

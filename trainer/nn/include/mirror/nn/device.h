@@ -1,4 +1,4 @@
-// mirror/nn/device.h — where a rank computes: the CPU (OpenBLAS) or one CUDA GPU, and how it is chosen.
+// mirror/nn/device.h — where a rank computes: the CPU (oneDNN) or one CUDA GPU, and how it is chosen.
 // `--device auto|cpu|cuda` resolves here: auto takes a GPU when one is visible, else the CPU; a rank's GPU
 // is its local rank modulo the visible GPU count. Works in a CPU-only build (no GPU is ever visible there).
 #pragma once
@@ -38,14 +38,15 @@ DeviceRequest parse_device_request(std::string_view name);
 // Resolves "auto", "cpu" or "cuda" for the rank with this local rank (rank within its node):
 //   cuda: GPU local_rank % cuda_device_count(), made current with cudaSetDevice;
 //         throws kInvalidArgument "device cuda requested but no CUDA GPU is visible" without one.
-//   cpu:  sets the OpenBLAS thread count to cpu_threads (one per rank by default, so N ranks on a
+//   cpu:  sets the CPU kernels' thread count to cpu_threads (one per rank by default, so N ranks on a
 //         node do not oversubscribe its cores).
 //   auto: cuda when a GPU is visible, else cpu.
 Device resolve_device(DeviceRequest request, int local_rank, int cpu_threads = 1);
 // The same from the name (parse_device_request's errors).
 Device resolve_device(std::string_view name, int local_rank, int cpu_threads = 1);
 
-// OpenBLAS threads used by CPU matrix products in this process (>= 1, else kInvalidArgument).
+// Threads used by CPU kernels: OpenMP's, which oneDNN runs on (the setting belongs to the calling thread and
+// the threads it starts: call it from the thread that computes). >= 1, else kInvalidArgument.
 void set_cpu_threads(int threads);
 int cpu_threads();
 

@@ -1,25 +1,32 @@
 // mirror/nn/linear.h — fully connected layer y = x · Wᵀ + b, W stored [out, in] row-major (PyTorch's
-// layout), b [out]. Inputs [batch, ...] are read as [batch, in] with in = product of the sample dimensions.
+// layout), b [out] (optional). Inputs [batch, ...] are read as [batch, in] with in = product of the sample
+// dimensions, so a [C, H, W] sample is taken in C, H, W order, as PyTorch's Flatten + Linear do.
 #pragma once
+
+#include <memory>
 
 #include "mirror/nn/layer.h"
 
 namespace mirror::nn {
 
+struct LayerArgs;
+
 class Linear final : public Layer {
  public:
-  Linear(std::int64_t in_features, std::int64_t out_features, Device device);
+  Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias = true);
+  // {"type": "linear", "out_features": N or "classes", "bias": true}; in_features from the input shape.
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
 
   std::string kind() const override { return "linear"; }
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
-  // {"weight", [out, in]}, {"bias", [out]}.
+  // {"weight", [out, in]}, {"bias", [out]} (without bias: the weight only).
   std::vector<ParamSpec> parameter_specs() const override;
   void bind_parameters(std::span<const ParamBinding> bindings) override;
   // Weight: Kaiming (He) uniform for ReLU, U(-b, b) with b = sqrt(6 / in); bias: zeros.
   void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
 
   const Tensor& forward(const Tensor& x) override;
-  // Order: bias gradient (reported as index 1), weight gradient (index 0), then dx.
+  // Order: bias gradient (reported as index 1, when there is a bias), weight gradient (index 0), then dx.
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 
   std::int64_t in_features() const { return in_; }
@@ -27,6 +34,7 @@ class Linear final : public Layer {
 
  private:
   std::int64_t in_, out_;
+  bool has_bias_;
   Device device_;
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward

@@ -54,5 +54,7 @@ void fill(const Device& device, float* x, std::int64_t n, float value);
 void scale(const Device& device, float* x, std::int64_t n, float alpha);
 // y[i] += alpha * x[i].
 void axpy(const Device& device, std::int64_t n, float alpha, const float* x, float* y);
+// y[i] = a[i] * b[i]; may run in place (y == a or y == b).
+void multiply(const Device& device, std::int64_t n, const float* a, const float* b, float* y);
 
 }  // namespace mirror::nn::ops

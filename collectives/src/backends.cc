@@ -1,0 +1,96 @@
+// backends.cc — THE backend table: one row per backend (each defined in its own file), in the order
+// automatic selection tries the host-buffer ones; the public lookups over it (backends, parse_backend,
+// statistic, shm_staging_counts, transport_name).
+#include <sstream>
+
+#include "backend_table.h"
+#include "hierarchical_communicator.h"
+#include "mirror/error.h"
+#include "mpi_communicator.h"
+#include "nccl_communicator.h"
+#include "shm_communicator.h"
+
+namespace mirror::coll {
+namespace detail {
+
+const std::vector<const BackendRow*>& backend_rows() {
+  static const std::vector<const BackendRow*> rows = {
+      &shm_backend(),           // host buffers, every rank on one host
+      &hierarchical_backend(),  // host buffers, shm inside each host + MPI between hosts
+      &mpi_backend(),           // host buffers, MPI between every pair of ranks
+      &nccl_backend(),          // device buffers
+  };
+  return rows;
+}
+
+const BackendRow& row_of(const BackendInfo& info) {
+  for (const BackendRow* row : backend_rows()) {
+    if (&row->info == &info) return *row;
+  }
+  MIRROR_THROW(kInvalidArgument, "backend '" << info.name << "' is not a row of the backend table");
+}
+
+}  // namespace detail
+
+const char* to_string(Buffers buffers) { return buffers == Buffers::kHost ? "host" : "device"; }
+
+std::vector<const BackendInfo*> backends() {
+  std::vector<const BackendInfo*> out;
+  for (const detail::BackendRow* row : detail::backend_rows()) out.push_back(&row->info);
+  return out;
+}
+
+namespace {
+// "auto, shm, hierarchical or mpi" / "host or nccl"
+std::string names_of(Buffers buffers, const char* first) {
+  std::vector<std::string> names{first};
+  for (const BackendInfo* b : backends()) {
+    if (b->buffers == buffers) names.emplace_back(b->name);
+  }
+  std::ostringstream s;
+  for (std::size_t i = 0; i < names.size(); ++i) s << (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") << names[i];
+  return s.str();
+}
+const BackendInfo* find(std::string_view name, Buffers buffers) {
+  for (const BackendInfo* b : backends()) {
+    if (b->buffers == buffers && name == b->name) return b;
+  }
+  return nullptr;
+}
+}  // namespace
+
+const BackendInfo* parse_backend(std::string_view backend, std::string_view host_transport) {
+  if (backend == "host") {
+    if (host_transport == "auto") return nullptr;
+    const BackendInfo* b = find(host_transport, Buffers::kHost);
+    MIRROR_CHECK(b != nullptr, kInvalidArgument,
+                 "unknown host transport '" << host_transport << "'; expected " << names_of(Buffers::kHost, "auto"));
+    return b;
+  }
+  const BackendInfo* b = find(backend, Buffers::kDevice);
+  MIRROR_CHECK(b != nullptr, kInvalidArgument,
+               "unknown communicator backend '" << backend << "'; expected " << names_of(Buffers::kDevice, "host"));
+  return b;
+}
+
+std::uint64_t statistic(const Communicator& comm, std::string_view name) {
+  for (const Statistic& s : comm.statistics()) {
+    if (s.name == name) return s.value;
+  }
+  return 0;
+}
+
+ShmStagingCounts shm_staging_counts(const Communicator& comm) {
+  ShmStagingCounts counts;
+  counts.cached = statistic(comm, "staging_cached");
+  counts.streaming = statistic(comm, "staging_streaming");
+  counts.direct = statistic(comm, "direct");
+  counts.evicted = statistic(comm, "evicted");
+  return counts;
+}
+
+const char* transport_name(const Communicator& comm) {
+  return comm.transport_label_.empty() ? comm.backend().name : comm.transport_label_.c_str();
+}
+
+}  // namespace mirror::coll

@@ -1,0 +1,315 @@
+// test_batch_norm.cc — BatchNorm2d against a plain-loop BatchNorm in double: training forward (batch mean,
+// biased variance), the running-statistics update (momentum, unbiased variance), evaluation with the running
+// statistics, backward against central differences of the double reference loss in both modes, kAccumulate,
+// grad_ready order; and SyncBN: two replicas in two threads, each with half of a batch (uneven halves) and a
+// reducer that really exchanges their sums, give the outputs, input gradients and running statistics of one
+// layer over the whole batch, and parameter gradients that add up to its.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <thread>
+
+#include "layer_checks.h"
+#include "mirror/error.h"
+#include "mirror/nn/batch_norm2d.h"
+#include "reference.h"
+
+namespace mirror::nn {
+namespace {
+
+using testing::central_differences;
+using testing::expect_close;
+using testing::host_tensor;
+using testing::random_vector;
+using testing::to_double;
+using testing::weighted;
+
+struct BnCase {
+  std::int64_t n, c, h, w;
+  Shape shape() const { return {n, c, h, w}; }
+  std::int64_t numel() const { return n * c * h * w; }
+};
+
+struct BnStats {
+  std::vector<double> mean, var;  // biased variance
+};
+
+BnStats batch_stats_ref(const BnCase& k, const std::vector<double>& x) {
+  BnStats s{std::vector<double>(k.c, 0.0), std::vector<double>(k.c, 0.0)};
+  const double m = static_cast<double>(k.n * k.h * k.w);
+  for (std::int64_t n = 0; n < k.n; ++n)
+    for (std::int64_t c = 0; c < k.c; ++c)
+      for (std::int64_t i = 0; i < k.h * k.w; ++i) s.mean[c] += x[(n * k.c + c) * k.h * k.w + i] / m;
+  for (std::int64_t n = 0; n < k.n; ++n)
+    for (std::int64_t c = 0; c < k.c; ++c)
+      for (std::int64_t i = 0; i < k.h * k.w; ++i) {
+        const double d = x[(n * k.c + c) * k.h * k.w + i] - s.mean[c];
+        s.var[c] += d * d / m;
+      }
+  return s;
+}
+
+// y = γ (x − mean) / sqrt(var + eps) + β with the given statistics.
+std::vector<double> normalise_ref(const BnCase& k, const std::vector<double>& x, const BnStats& s,
+                                  const std::vector<double>& g, const std::vector<double>& b, double eps) {
+  std::vector<double> y(x.size());
+  for (std::int64_t n = 0; n < k.n; ++n)
+    for (std::int64_t c = 0; c < k.c; ++c)
+      for (std::int64_t i = 0; i < k.h * k.w; ++i) {
+        const std::int64_t at = (n * k.c + c) * k.h * k.w + i;
+        y[at] = g[c] * (x[at] - s.mean[c]) / std::sqrt(s.var[c] + eps) + b[c];
+      }
+  return y;
+}
+
+struct BnFixture {
+  BnCase k;
+  std::vector<float> x, gamma, beta, dgamma, dbeta, running_mean, running_var;
+  BatchNorm2d layer;
+  Tensor xt;
+  explicit BnFixture(const BnCase& kc, unsigned seed = 3, float shift = 0.5f)
+      : k(kc),
+        x(random_vector(kc.numel(), seed, -1.0f + shift, 2.0f + shift)),
+        gamma(random_vector(kc.c, seed + 1, 0.5f, 1.5f)),
+        beta(random_vector(kc.c, seed + 2)),
+        dgamma(kc.c, -9.0f),
+        dbeta(kc.c, -9.0f),
+        running_mean(random_vector(kc.c, seed + 3)),
+        running_var(random_vector(kc.c, seed + 4, 0.5f, 2.0f)),
+        layer(kc.c, Device{}),
+        xt(host_tensor(x, kc.shape())) {
+    const ParamBinding bindings[] = {{gamma.data(), dgamma.data()}, {beta.data(), dbeta.data()}};
+    layer.bind_parameters(bindings);
+    float* const buffers[] = {running_mean.data(), running_var.data()};
+    layer.bind_buffers(buffers);
+  }
+};
+
+class BnShapes : public ::testing::TestWithParam<BnCase> {};
+
+TEST_P(BnShapes, TrainingForwardAndRunningStatisticsMatchTheFormulas) {
+  BnFixture f(GetParam());
+  const auto rm0 = f.running_mean, rv0 = f.running_var;
+  const auto xd = to_double(f.x);
+  const BnStats s = batch_stats_ref(f.k, xd);
+  expect_close(f.layer.forward(f.xt).to_host(),
+               normalise_ref(f.k, xd, s, to_double(f.gamma), to_double(f.beta), 1e-5), 2e-5, "y");
+  const double m = static_cast<double>(f.k.n * f.k.h * f.k.w);
+  for (std::int64_t c = 0; c < f.k.c; ++c) {
+    EXPECT_NEAR(f.running_mean[c], 0.9 * rm0[c] + 0.1 * s.mean[c], 1e-6) << "running_mean " << c;
+    EXPECT_NEAR(f.running_var[c], 0.9 * rv0[c] + 0.1 * s.var[c] * m / (m - 1), 1e-6) << "running_var " << c;
+  }
+}
+
+TEST_P(BnShapes, TrainingBackwardMatchesFiniteDifferencesOfTheReference) {
+  BnFixture f(GetParam());
+  const auto r = random_vector(f.k.numel(), 41);
+  const auto xd = to_double(f.x), gd = to_double(f.gamma), bd = to_double(f.beta);
+  f.layer.forward(f.xt);
+  std::vector<std::size_t> ready;
+  const Tensor* dx = f.layer.backward(host_tensor(r, f.k.shape()), GradMode::kOverwrite, true,
+                                      [&](std::size_t i) { ready.push_back(i); });
+  ASSERT_NE(dx, nullptr);
+  EXPECT_EQ(ready, (std::vector<std::size_t>{1, 0}));
+  auto loss = [&](const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& b) {
+    return weighted(normalise_ref(f.k, x, batch_stats_ref(f.k, x), g, b, 1e-5), r);
+  };
+  // The reference is smooth: h = 1e-4 leaves a truncation error ~h² |L'''| ≈ 1e-8 and rounding ~1e-11.
+  const double h = 1e-4;
+  expect_close(dx->to_host(), central_differences([&](const auto& v) { return loss(v, gd, bd); }, xd, h), 2e-4, "dx");
+  expect_close(f.dgamma, central_differences([&](const auto& v) { return loss(xd, v, bd); }, gd, h), 1e-4, "dgamma");
+  expect_close(f.dbeta, central_differences([&](const auto& v) { return loss(xd, gd, v); }, bd, h), 1e-4, "dbeta");
+}
+
+TEST_P(BnShapes, EvaluationUsesRunningStatisticsAndLeavesThem) {
+  BnFixture f(GetParam());
+  f.layer.set_training(false);
+  const auto rm0 = f.running_mean, rv0 = f.running_var;
+  const auto xd = to_double(f.x), gd = to_double(f.gamma), bd = to_double(f.beta);
+  const BnStats running{to_double(rm0), to_double(rv0)};
+  expect_close(f.layer.forward(f.xt).to_host(), normalise_ref(f.k, xd, running, gd, bd, 1e-5), 2e-5, "y");
+  EXPECT_EQ(f.running_mean, rm0);
+  EXPECT_EQ(f.running_var, rv0);
+  const auto r = random_vector(f.k.numel(), 42);
+  const Tensor* dx = f.layer.backward(host_tensor(r, f.k.shape()), GradMode::kOverwrite, true, {});
+  auto loss = [&](const std::vector<double>& x, const std::vector<double>& g) {
+    return weighted(normalise_ref(f.k, x, running, g, bd, 1e-5), r);
+  };
+  expect_close(dx->to_host(), central_differences([&](const auto& v) { return loss(v, gd); }, xd, 1e-4), 1e-4, "dx");
+  expect_close(f.dgamma, central_differences([&](const auto& v) { return loss(xd, v); }, gd, 1e-4), 1e-4, "dgamma");
+}
+
+TEST_P(BnShapes, AccumulateAddsToGradients) {
+  BnFixture f(GetParam());
+  const Tensor dy = host_tensor(random_vector(f.k.numel(), 43), f.k.shape());
+  f.layer.forward(f.xt);
+  EXPECT_EQ(f.layer.backward(dy, GradMode::kOverwrite, false, {}), nullptr);
+  const auto g1 = f.dgamma, b1 = f.dbeta;
+  const auto g0 = random_vector(f.k.c, 44), b0 = random_vector(f.k.c, 45);
+  f.dgamma = g0;
+  f.dbeta = b0;
+  f.layer.backward(dy, GradMode::kAccumulate, false, {});
+  for (std::int64_t c = 0; c < f.k.c; ++c) {
+    ASSERT_NEAR(f.dgamma[c], g0[c] + g1[c], 1e-5);
+    ASSERT_NEAR(f.dbeta[c], b0[c] + b1[c], 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OddShapes, BnShapes,
+                         ::testing::Values(BnCase{4, 3, 5, 6}, BnCase{1, 5, 3, 7}, BnCase{3, 7, 2, 2},
+                                           BnCase{2, 1, 9, 4}));
+
+TEST(BatchNorm2d, DeclaresParametersAndBuffers) {
+  BatchNorm2d bn(7, Device{});
+  const auto p = bn.parameter_specs();
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, "weight");
+  EXPECT_EQ(p[1].name, "bias");
+  EXPECT_EQ(p[0].shape, (Shape{7}));
+  const auto b = bn.buffer_specs();
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].name, "running_mean");
+  EXPECT_EQ(b[0].initial_value, 0.0f);
+  EXPECT_EQ(b[1].name, "running_var");
+  EXPECT_EQ(b[1].initial_value, 1.0f);
+  EXPECT_EQ(b[1].shape, (Shape{7}));
+  std::vector<float> g(7), beta(7, 3.0f);
+  bn.init_parameter(0, g, 1);
+  bn.init_parameter(1, beta, 1);
+  for (int c = 0; c < 7; ++c) {
+    EXPECT_EQ(g[c], 1.0f);
+    EXPECT_EQ(beta[c], 0.0f);
+  }
+  EXPECT_EQ(bn.momentum(), 0.1f);
+  EXPECT_EQ(bn.eps(), 1e-5f);
+}
+
+TEST(BatchNorm2d, RefusesBadInput) {
+  EXPECT_THROW(BatchNorm2d(0, Device{}), Error);
+  EXPECT_THROW(BatchNorm2d(3, Device{}, 1.5f), Error);
+  EXPECT_THROW(BatchNorm2d(3, Device{}, 0.1f, 0.0f), Error);
+  BnFixture f(BnCase{1, 3, 1, 1});
+  EXPECT_THROW(f.layer.output_sample_shape({4, 2, 2}), Error);
+  EXPECT_THROW(f.layer.forward(f.xt), Error);  // one value per channel: no variance
+  f.layer.set_training(false);
+  EXPECT_NO_THROW(f.layer.forward(f.xt));  // evaluation needs none
+}
+
+TEST(BatchNorm2d, LargeMeanSmallSpreadKeepsItsVariance) {
+  // Mean 1000, spread 1e-2: a one-pass Σx² − (Σx)²/M in float would lose the variance entirely.
+  BnFixture f(BnCase{4, 3, 8, 8}, 5, 0.0f);
+  for (auto& v : f.x) v = 1000.0f + 0.01f * v;
+  f.xt.copy_from_host(f.x);
+  const auto xd = to_double(f.x);
+  expect_close(f.layer.forward(f.xt).to_host(),
+               normalise_ref(f.k, xd, batch_stats_ref(f.k, xd), to_double(f.gamma), to_double(f.beta), 1e-5), 1e-4,
+               "y");
+}
+
+// Replicas as threads: sum() publishes this replica's values, waits for all, adds every replica's values in
+// replica order (so each replica gets bit-identical sums), and waits again before the slots can be reused.
+struct SharedSums {
+  explicit SharedSums(int replicas) : slots(replicas), sync(replicas) {}
+  std::vector<std::vector<float>> slots;
+  std::barrier<> sync;
+};
+
+class ThreadReducer final : public ReplicaReducer {
+ public:
+  ThreadReducer(SharedSums& shared, int replica) : shared_(shared), replica_(replica) {}
+  void sum(float* data, std::size_t count) override {
+    ++calls;
+    shared_.slots[replica_].assign(data, data + count);
+    shared_.sync.arrive_and_wait();
+    for (std::size_t i = 0; i < count; ++i) {
+      float s = 0;
+      for (const auto& slot : shared_.slots) s += slot.at(i);
+      data[i] = s;
+    }
+    shared_.sync.arrive_and_wait();
+  }
+  int replicas() const override { return static_cast<int>(shared_.slots.size()); }
+  int calls = 0;
+
+ private:
+  SharedSums& shared_;
+  int replica_;
+};
+
+TEST(SyncBatchNorm, TwoReplicasWithHalvesEqualOneWithTheWholeBatch) {
+  const BnCase whole{6, 5, 3, 4};
+  const std::int64_t split = 4;  // uneven halves: 4 and 2 samples, so the count must be reduced too
+  const std::int64_t sample = whole.c * whole.h * whole.w;
+  BnFixture one(whole, 7);
+  const auto r = random_vector(whole.numel(), 51);
+  const auto y_one = one.layer.forward(one.xt).to_host();
+  const auto dx_one = one.layer.backward(host_tensor(r, whole.shape()), GradMode::kOverwrite, true, {})->to_host();
+
+  struct Replica {
+    std::vector<float> x, r, gamma, beta, dgamma, dbeta, rm, rv, y, dx;
+    std::int64_t n;
+  };
+  BnFixture init(whole, 7);  // the same parameters and running statistics as `one` started with
+  std::vector<Replica> reps(2);
+  for (int k = 0; k < 2; ++k) {
+    const std::int64_t begin = k == 0 ? 0 : split, end = k == 0 ? split : whole.n;
+    Replica& p = reps[k];
+    p.n = end - begin;
+    p.x.assign(init.x.begin() + begin * sample, init.x.begin() + end * sample);
+    p.r.assign(r.begin() + begin * sample, r.begin() + end * sample);
+    p.gamma = init.gamma;
+    p.beta = init.beta;
+    p.dgamma.assign(whole.c, -9.0f);
+    p.dbeta.assign(whole.c, -9.0f);
+    p.rm = init.running_mean;
+    p.rv = init.running_var;
+  }
+  SharedSums shared(2);
+  std::vector<int> calls(2);
+  auto run = [&](int k) {
+    Replica& p = reps[k];
+    BatchNorm2d bn(whole.c, Device{});
+    const ParamBinding bindings[] = {{p.gamma.data(), p.dgamma.data()}, {p.beta.data(), p.dbeta.data()}};
+    bn.bind_parameters(bindings);
+    float* const buffers[] = {p.rm.data(), p.rv.data()};
+    bn.bind_buffers(buffers);
+    ThreadReducer reducer(shared, k);
+    ForwardContext context;
+    context.reducer = &reducer;
+    bn.set_forward_context(&context);
+    const Tensor x = host_tensor(p.x, {p.n, whole.c, whole.h, whole.w});
+    p.y = bn.forward(x).to_host();
+    p.dx = bn.backward(host_tensor(p.r, {p.n, whole.c, whole.h, whole.w}), GradMode::kOverwrite, true, {})->to_host();
+    calls[k] = reducer.calls;
+  };
+  std::thread t1(run, 1);
+  run(0);
+  t1.join();
+
+  EXPECT_EQ(calls, (std::vector<int>{3, 3}));  // forward: mean, M2; backward: the two gradient sums
+  std::vector<float> y_two(reps[0].y), dx_two(reps[0].dx);
+  y_two.insert(y_two.end(), reps[1].y.begin(), reps[1].y.end());
+  dx_two.insert(dx_two.end(), reps[1].dx.begin(), reps[1].dx.end());
+  expect_close(y_two, to_double(y_one), 1e-5, "y");
+  expect_close(dx_two, to_double(dx_one), 1e-5, "dx");
+  for (int k = 0; k < 2; ++k) {
+    expect_close(reps[k].rm, to_double(one.running_mean), 1e-6, "running_mean");
+    expect_close(reps[k].rv, to_double(one.running_var), 1e-6, "running_var");
+  }
+  for (std::int64_t c = 0; c < whole.c; ++c) {  // local sums: the two replicas' add up to the whole batch's
+    EXPECT_NEAR(reps[0].dgamma[c] + reps[1].dgamma[c], one.dgamma[c], 1e-5);
+    EXPECT_NEAR(reps[0].dbeta[c] + reps[1].dbeta[c], one.dbeta[c], 1e-5);
+  }
+
+  // Without the reducer the halves differ from the whole: the check above is not vacuous.
+  BnFixture half(BnCase{split, whole.c, whole.h, whole.w}, 7);
+  half.x.assign(init.x.begin(), init.x.begin() + split * sample);
+  half.xt.copy_from_host(half.x);
+  const auto y_local = half.layer.forward(half.xt).to_host();
+  double diff = 0;
+  for (std::size_t i = 0; i < y_local.size(); ++i) diff = std::max(diff, std::abs(double(y_local[i]) - y_one[i]));
+  EXPECT_GT(diff, 1e-2);
+}
+
+}  // namespace
+}  // namespace mirror::nn

@@ -1,0 +1,62 @@
+// test_cpu_kernels.cc — the instruction set oneDNN runs its kernels with is the best one this CPU and OS offer,
+// as cpuid reports them (GCC's __builtin_cpu_supports, which also checks that the OS saves the AVX/AVX-512
+// state): never a silent generic fallback. The expectation ladder follows oneDNN 2.6's order of ISAs
+// (AMX > AVX-512 BF16 > VNNI > AVX-512 core > AVX2 VNNI > AVX2 > AVX > SSE4.1).
+#include <gtest/gtest.h>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "mirror/nn/cpu_kernels.h"
+
+namespace mirror::nn {
+namespace {
+
+// Linux grants AMX tile data only on request (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18).
+bool os_grants_amx() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+#else
+  return false;
+#endif
+}
+
+std::string expected_isa() {
+  __builtin_cpu_init();
+  const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool vnni = avx512_core && __builtin_cpu_supports("avx512vnni");
+  const bool bf16 = vnni && __builtin_cpu_supports("avx512bf16");
+  if (bf16 && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
+      __builtin_cpu_supports("amx-bf16") && os_grants_amx())
+    return "avx512_core_amx";
+  if (bf16) return "avx512_core_bf16";
+  if (vnni) return "avx512_core_vnni";
+  if (avx512_core) return "avx512_core";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni")) return "avx2_vnni";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+  if (__builtin_cpu_supports("avx")) return "avx";
+  if (__builtin_cpu_supports("sse4.1")) return "sse41";
+  return "unknown";
+}
+
+TEST(CpuKernels, OneDnnUsesTheBestIsaTheCpuReports) {
+  if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA"))
+    GTEST_SKIP() << "ONEDNN_MAX_CPU_ISA/DNNL_MAX_CPU_ISA is set: oneDNN is capped on purpose";
+  const std::string want = expected_isa(), got = cpu_isa_name();
+  std::cout << "cpuid: " << want << ", oneDNN: " << got << " (" << cpu_kernels_description() << ")\n";
+  EXPECT_EQ(got, want);
+}
+
+TEST(CpuKernels, DescriptionNamesLibraryVersionThreadsAndIsa) {
+  const std::string d = cpu_kernels_description();
+  EXPECT_EQ(d.rfind("oneDNN 2.", 0), 0u) << d;
+  EXPECT_NE(d.find("thread"), std::string::npos) << d;
+  EXPECT_NE(d.find(cpu_isa_name()), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace mirror::nn

@@ -1,0 +1,82 @@
+// mirror/nn/batch_norm2d.h — batch normalisation over the channels of NCHW batches, with PyTorch's
+// conventions (nn.BatchNorm2d / SyncBatchNorm): in training each channel is normalised with the batch mean and
+// the biased batch variance, y = γ (x − μ) / sqrt(σ² + eps) + β, and the running statistics move by momentum
+// with the unbiased variance: rm = (1 − m) rm + m μ, rv = (1 − m) rv + m σ² M / (M − 1), M = values per channel;
+// in evaluation the running statistics normalise. Synchronised when the forward context carries a
+// ReplicaReducer: the batch statistics (forward) and the two sums the input gradient needs (backward) are
+// summed over all replicas, so every replica normalises with the statistics of the global batch and N replicas
+// × B samples compute what 1 replica × N·B does. γ and β gradients stay sums over the local batch (the trainer's
+// gradient average over replicas makes them the global ones). How the statistics are summed: batch_norm2d.cc.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mirror/nn/layer.h"
+
+namespace mirror::nn {
+
+struct LayerArgs;  // mirror/nn/layer_registry.h
+
+namespace detail {
+class BatchNormKernels;  // the device's bulk loops (src/batch_norm2d_kernels.h)
+struct BnChannelMean {
+  std::vector<float> hi, lo;  // mean = hi + lo per channel
+};
+}  // namespace detail
+
+class BatchNorm2d final : public Layer {
+ public:
+  // Throws kInvalidArgument for channels <= 0, momentum outside [0, 1], eps <= 0, or a CUDA device in a
+  // CPU-only build.
+  BatchNorm2d(std::int64_t channels, Device device, float momentum = 0.1f, float eps = 1e-5f);
+  ~BatchNorm2d() override;
+
+  std::string kind() const override { return "batchnorm2d"; }
+  // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
+  // [C, H, W] -> the same; kInvalidArgument for another channel count or rank.
+  Shape output_sample_shape(const Shape& input_sample_shape) const override;
+  // {"weight", [C]} (γ, init 1), {"bias", [C]} (β, init 0).
+  std::vector<ParamSpec> parameter_specs() const override;
+  void bind_parameters(std::span<const ParamBinding> bindings) override;
+  void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
+  // {"running_mean", [C], 0}, {"running_var", [C], 1}.
+  std::vector<BufferSpec> buffer_specs() const override;
+  void bind_buffers(std::span<float* const> buffers) override;
+
+  // x: [N, C, H, W]. Training: batch statistics (kInvalidArgument when a channel has a single value over the
+  // whole, possibly global, batch: its variance is undefined), running statistics updated. Evaluation:
+  // running statistics, nothing updated.
+  const Tensor& forward(const Tensor& x) override;
+  // Reports β (index 1) and γ (index 0), then computes dx when need_dx (synchronised: one reducer->sum of 2·C
+  // values, after the two reports). Forward, synchronised: two reducer->sum calls (C + 1, then C values).
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+
+  std::int64_t channels() const { return channels_; }
+  float momentum() const { return momentum_; }
+  float eps() const { return eps_; }
+
+ private:
+  ReplicaReducer* reducer() const;                          // the forward context's, or null
+  void reduce(std::vector<double>& values, double* extra);  // sums values (and *extra) over the replicas
+  void batch_statistics(const Tensor& x);  // sets the statistics, count_; updates the running statistics
+  void running_statistics();               // sets the statistics from the running statistics
+  void set_statistics(const std::vector<double>& mean, const std::vector<double>& var);
+
+  std::int64_t channels_;
+  Device device_;
+  float momentum_, eps_;
+  std::unique_ptr<detail::BatchNormKernels> kernels_;
+  ParamBinding weight_, bias_;
+  float* running_mean_ = nullptr;
+  float* running_var_ = nullptr;
+  const Tensor* x_ = nullptr;  // input of the last forward
+  bool batch_stats_ = false;   // the last forward normalised with batch statistics
+  double count_ = 0;           // values per channel behind the statistics (global when synchronised)
+  detail::BnChannelMean mean_;  // of the last forward, as hi + lo floats
+  std::vector<float> inv_std_, gamma_;
+  Tensor y_, dx_, sums_;  // sums_: what the reducer sums, on the layer's device
+};
+
+}  // namespace mirror::nn

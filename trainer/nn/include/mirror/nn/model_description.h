@@ -1,0 +1,50 @@
+// mirror/nn/model_description.h — a model as data: a list of layers (each a type, a name and its settings;
+// a residual block has a body and a shortcut), read from a JSON model file ({"layers": [...]}, vocabulary in
+// docs/model-format.md) or taken from a built-in (keras-cnn, cnn-bn, resnet20, mlp:H1,H2,...). Checked for
+// its structure here (every layer an object with a known "type", names unique within a list); whether each
+// layer fits its input shape is checked when the model is built (layer_registry.h), naming the layer.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mirror::nn {
+
+struct LayerDescription {
+  std::string type;                       // "conv2d", "linear", "residual", ...
+  std::string name;                       // "conv1"; default: type + its 1-based index in its list
+  nlohmann::ordered_json settings;        // the layer's other keys (out_channels, kernel, p, ...)
+  std::vector<LayerDescription> body;     // residual only
+  std::vector<LayerDescription> shortcut; // residual only; empty: the identity
+};
+
+struct ModelDescription {
+  std::vector<LayerDescription> layers;
+
+  // Parses {"layers": [...]}; `where` (a file name, or "model text") prefixes every error, which names the
+  // layer by its path ("layers[3]", "block2.body[1]") and what is wrong. Throws kInvalidArgument.
+  static ModelDescription parse(std::string_view json_text, std::string_view where);
+  // The description as a JSON model file (names filled in); parse(to_json()) gives the same description.
+  std::string to_json(int indent = 2) const;
+};
+
+// The built-in models by name, each with a line that says what it is (for --help and --print-model).
+struct BuiltinModel {
+  const char* name;
+  const char* summary;
+};
+const std::vector<BuiltinModel>& builtin_models();
+
+// The description of a built-in: "keras-cnn", "cnn-bn", "resnet20", or "mlp:H1,H2,..." (Linear/ReLU layers
+// named fc1, relu1, ...). The last linear layer's out_features is "classes": the dataset's class count.
+// Throws kInvalidArgument naming the name and listing the built-ins.
+ModelDescription builtin_model(std::string_view name);
+
+// What a --model value names: an existing file is a JSON model file; text starting with '{' is JSON itself
+// (a checkpoint's stored description); anything else a built-in. Errors name the value.
+ModelDescription resolve_model_description(std::string_view model);
+
+}  // namespace mirror::nn

@@ -1,0 +1,58 @@
+// mirror/nn/pool2d.h — what MaxPool2d and AvgPool2d share: the pooling window (kernel, stride, zero padding
+// per axis, PyTorch's floor mode: output (in + 2·pad − kernel) / stride + 1 rounded down, pad ≤ kernel / 2 as
+// PyTorch requires) and the pooling that runs it: oneDNN on the CPU, cuDNN on CUDA (pool2d.cc). NCHW
+// batches; the channel count passes through. Layers: max_pool2d.h, avg_pool2d.h.
+#pragma once
+
+#include <memory>
+
+#include "mirror/nn/layer.h"
+
+namespace mirror::nn {
+
+namespace detail {
+class Pool2dKernels;  // the device's arithmetic (src/pool2d_kernels.h)
+}  // namespace detail
+
+struct Pool2dWindow {
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;
+};
+
+enum class PoolMode {
+  kMax,                // max over the window; padding never wins (as if −inf)
+  kAverageIncludePad,  // sum over the window / (kernel_h · kernel_w), padded zeros counted (PyTorch's default)
+};
+
+class Pool2d : public Layer {
+ public:
+  ~Pool2d() override;
+
+  // [C, H, W] -> [C, OH, OW]; kInvalidArgument when not 3-D or smaller than the window after padding.
+  Shape output_sample_shape(const Shape& input_sample_shape) const override;
+  // x: [N, C, H, W]. In training, max pooling keeps which element won each window for backward.
+  const Tensor& forward(const Tensor& x) override;
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+
+  const Pool2dWindow& window() const { return window_; }
+  PoolMode mode() const { return mode_; }
+
+ protected:
+  // Throws kInvalidArgument for a non-positive kernel or stride, or padding < 0 or > kernel / 2.
+  Pool2d(Pool2dWindow window, PoolMode mode, Device device);
+
+ private:
+  detail::Pool2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape, bool training);
+
+  Pool2dWindow window_;
+  PoolMode mode_;
+  Device device_;
+  const Tensor* x_ = nullptr;  // input of the last forward when it was a training forward, else null
+  Tensor y_, dx_;
+  std::unique_ptr<detail::Pool2dKernels> kernels_;
+  Shape kernels_shape_;  // what kernels_ were built for
+  bool kernels_training_ = false;
+};
+
+}  // namespace mirror::nn

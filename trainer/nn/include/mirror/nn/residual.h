@@ -1,0 +1,59 @@
+// mirror/nn/residual.h — a residual block: y = body(x) + shortcut(x), each a chain of layers; an empty
+// shortcut is the identity (y = body(x) + x). The block's parameters are its children's, laid out body first
+// (names "body.<child>.<param>"), then shortcut ("shortcut.<child>.<param>"); buffers likewise. Backward runs
+// the shortcut first and then the body, so gradients are reported in decreasing index order, as the model's
+// contract wants; dx is the sum of both branches' input gradients. Children get the block's training mode
+// and forward context at every forward.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "mirror/nn/layer.h"
+#include "mirror/nn/model.h"
+
+namespace mirror::nn {
+
+struct LayerArgs;
+
+class Residual final : public Layer {
+ public:
+  // Built for samples of `input`: both branches must produce the same output shape (else kInvalidArgument
+  // naming both shapes and `name`).
+  Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcut, Shape input, Device device,
+           const std::string& name = "residual");
+  // {"type": "residual", "body": [...], "shortcut": [...]}
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
+
+  std::string kind() const override { return "residual"; }
+  Shape output_sample_shape(const Shape& input_sample_shape) const override;
+  std::vector<ParamSpec> parameter_specs() const override;
+  void bind_parameters(std::span<const ParamBinding> bindings) override;
+  void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
+  std::vector<BufferSpec> buffer_specs() const override;
+  void bind_buffers(std::span<float* const> buffers) override;
+
+  const Tensor& forward(const Tensor& x) override;
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+
+ private:
+  struct Child {
+    std::string name;   // "body.conv1"
+    std::unique_ptr<Layer> layer;
+    std::size_t first_param = 0, params = 0;    // block-local parameter indices
+    std::size_t first_buffer = 0, buffers = 0;
+  };
+  const Tensor& run_chain(std::vector<Child>& chain, const Tensor& x);
+  // Backward through `chain` from dy; returns the chain's dx (or &dy for an empty chain).
+  const Tensor* backward_chain(std::vector<Child>& chain, const Tensor& dy, GradMode mode, bool need_dx,
+                               const LayerGradReady& grad_ready);
+  std::vector<Child*> children();
+  std::vector<const Child*> children() const;
+
+  std::vector<Child> body_, shortcut_;
+  Shape input_, output_;
+  Device device_;
+  Tensor y_, dx_;
+};
+
+}  // namespace mirror::nn

@@ -1,0 +1,48 @@
+// batch_norm2d_kernels.h (private) — the bulk loops of BatchNorm2d on one device: per-channel sums over an
+// [N, C, H, W] batch, and the element-wise normalisation and input gradient. The per-channel statistics are
+// small host vectors (C values) that the layer computes with (batch_norm2d.cc); x, y, dy, dx are memory of the
+// device. CPU: batch_norm2d_cpu.cc (vectorised loops); CUDA: cuda/batch_norm2d_cuda.cu (one block per
+// channel, fixed reduction order, so the sums repeat bit for bit).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mirror/nn/batch_norm2d.h"
+
+namespace mirror::nn::detail {
+
+struct BnBatch {
+  std::int64_t n = 0, channels = 0, area = 0;  // area = H·W
+};
+
+// BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is
+// exact near the mean and a large mean keeps its digits.
+
+class BatchNormKernels {
+ public:
+  virtual ~BatchNormKernels() = default;
+  // out[c] = Σ x over channel c.
+  virtual void sums(const BnBatch& b, const float* x, std::vector<double>& out) = 0;
+  // out[c] = Σ (x − mean[c])² over channel c.
+  virtual void squared_deviations(const BnBatch& b, const float* x, const std::vector<double>& mean,
+                                  std::vector<double>& out) = 0;
+  // sdy[c] = Σ dy, sdyx[c] = Σ dy · (x − mean) · inv_std[c] over channel c.
+  virtual void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
+                             const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) = 0;
+  // y = ((x − hi) − lo) · scale[c] + shift[c].
+  virtual void normalise(const BnBatch& b, const float* x, const BnChannelMean& mean, const std::vector<float>& scale,
+                         const std::vector<float>& shift, float* y) = 0;
+  // dx = scale[c] · (dy − mean_dy[c] − x̂ · mean_dyx[c]), x̂ = ((x − hi) − lo) · inv_std[c].
+  virtual void input_gradient(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
+                              const std::vector<float>& inv_std, const std::vector<float>& scale,
+                              const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) = 0;
+};
+
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu();
+#if MIRROR_HAVE_CUDA
+std::unique_ptr<BatchNormKernels> make_batch_norm_cuda(Device device);
+#endif
+
+}  // namespace mirror::nn::detail

@@ -1,0 +1,100 @@
+// builtin_models.cc — the built-in models as model descriptions (the same vocabulary as JSON model files):
+// keras-cnn (TensorFlow's MirroredStrategy tutorial), cnn-bn, resnet20 (CIFAR-style ResNet-20, He et al.
+// 2016), and mlp:H1,H2,... Each is written here as the JSON a user would write.
+#include <string>
+
+#include "mirror/error.h"
+#include "mirror/nn/model_description.h"
+#include "mirror/nn/model_spec.h"
+
+namespace mirror::nn {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json conv(const std::string& name, int out, int kernel, int stride, int padding, bool bias) {
+  return {{"type", "conv2d"}, {"name", name},       {"out_channels", out}, {"kernel", kernel},
+          {"stride", stride}, {"padding", padding}, {"bias", bias}};
+}
+Json layer(const std::string& type, const std::string& name) { return {{"type", type}, {"name", name}}; }
+Json pool(const std::string& name) { return {{"type", "maxpool2d"}, {"name", name}, {"kernel", 2}, {"stride", 2}}; }
+Json linear(const std::string& name, Json out) { return {{"type", "linear"}, {"name", name}, {"out_features", out}}; }
+
+Json keras_cnn() {
+  return {{"layers",
+           {conv("conv1", 32, 3, 1, 0, true), layer("relu", "relu1"), pool("pool1"), layer("flatten", "flatten"),
+            linear("fc1", 64), layer("relu", "relu2"), linear("fc2", "classes")}}};
+}
+
+Json cnn_bn() {
+  return {{"layers",
+           {conv("conv1", 32, 3, 1, 1, false), layer("batchnorm2d", "bn1"), layer("relu", "relu1"), pool("pool1"),
+            conv("conv2", 64, 3, 1, 1, false), layer("batchnorm2d", "bn2"), layer("relu", "relu2"), pool("pool2"),
+            layer("flatten", "flatten"), linear("fc1", 128), layer("relu", "relu3"),
+            {{"type", "dropout"}, {"name", "dropout"}, {"p", 0.25}}, linear("fc2", "classes")}}};
+}
+
+// A basic block: conv3x3 (stride) BN ReLU conv3x3 BN, plus the identity or a 1x1 conv + BN projection,
+// then ReLU after the sum.
+void basic_block(Json& layers, const std::string& name, int channels, int stride, bool project) {
+  Json body = {conv("conv1", channels, 3, stride, 1, false), layer("batchnorm2d", "bn1"), layer("relu", "relu1"),
+               conv("conv2", channels, 3, 1, 1, false), layer("batchnorm2d", "bn2")};
+  Json shortcut = Json::array();
+  if (project) shortcut = {conv("conv", channels, 1, stride, 0, false), layer("batchnorm2d", "bn")};
+  layers.push_back({{"type", "residual"}, {"name", name}, {"body", body}, {"shortcut", shortcut}});
+  layers.push_back(layer("relu", name + "_relu"));
+}
+
+Json resnet20() {
+  Json layers = {conv("conv1", 16, 3, 1, 1, false), layer("batchnorm2d", "bn1"), layer("relu", "relu1")};
+  const int channels[3] = {16, 32, 64};
+  for (int stage = 0; stage < 3; ++stage)
+    for (int block = 0; block < 3; ++block)
+      basic_block(layers, "stage" + std::to_string(stage + 1) + "_block" + std::to_string(block + 1), channels[stage],
+                  stage > 0 && block == 0 ? 2 : 1, stage > 0 && block == 0);
+  layers.push_back(layer("global_avgpool", "pool"));
+  layers.push_back(layer("flatten", "flatten"));
+  layers.push_back(linear("fc", "classes"));
+  return {{"layers", layers}};
+}
+
+Json mlp(const ModelSpec& spec) {
+  Json layers = Json::array();
+  int i = 1;
+  for (std::int64_t h : spec.hidden) {
+    layers.push_back(linear("fc" + std::to_string(i), h));
+    layers.push_back(layer("relu", "relu" + std::to_string(i)));
+    ++i;
+  }
+  layers.push_back(linear("fc" + std::to_string(i), "classes"));
+  return {{"layers", layers}};
+}
+
+}  // namespace
+
+const std::vector<BuiltinModel>& builtin_models() {
+  static const std::vector<BuiltinModel> models = {
+      {"mlp:H1,H2,...", "Linear + ReLU per hidden size, then Linear to the classes (e.g. mlp:512,256)"},
+      {"keras-cnn", "the MirroredStrategy tutorial's CNN: Conv 32 3x3, ReLU, MaxPool 2, Flatten, Linear 64, ReLU, Linear"},
+      {"cnn-bn", "2 x (Conv 3x3 pad 1 + BatchNorm + ReLU + MaxPool 2) with 32/64 channels, Linear 128, Dropout 0.25, Linear"},
+      {"resnet20", "CIFAR-style ResNet-20: 3 stages of 3 basic blocks (16/32/64 channels), global average pool, Linear"},
+  };
+  return models;
+}
+
+ModelDescription builtin_model(std::string_view name) {
+  const std::string n(name);
+  Json j;
+  if (n.rfind("mlp:", 0) == 0) j = mlp(ModelSpec::parse(n));
+  else if (n == "keras-cnn") j = keras_cnn();
+  else if (n == "cnn-bn") j = cnn_bn();
+  else if (n == "resnet20") j = resnet20();
+  if (j.is_null()) {
+    std::string names;
+    for (const BuiltinModel& m : builtin_models()) names += (names.empty() ? "" : ", ") + std::string(m.name);
+    MIRROR_THROW(kInvalidArgument, "model '" << n << "' is neither a file nor a built-in model (" << names << ")");
+  }
+  return ModelDescription::parse(j.dump(), "built-in model " + n);
+}
+
+}  // namespace mirror::nn

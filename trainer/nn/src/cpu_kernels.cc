@@ -1,0 +1,43 @@
+// cpu_kernels.cc — mirror/nn/cpu_kernels.h from oneDNN's version record and dnnl::get_effective_cpu_isa().
+#include "mirror/nn/cpu_kernels.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <sstream>
+
+#include "mirror/nn/device.h"
+
+namespace mirror::nn {
+
+std::string cpu_isa_name() {
+  using dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case cpu_isa::sse41: return "sse41";
+    case cpu_isa::avx: return "avx";
+    case cpu_isa::avx2: return "avx2";
+    case cpu_isa::avx2_vnni: return "avx2_vnni";
+    case cpu_isa::avx512_mic: return "avx512_mic";
+    case cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case cpu_isa::avx512_core: return "avx512_core";
+    case cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: break;
+  }
+  std::ostringstream s;
+  s << "unknown(0x" << std::hex << static_cast<int>(dnnl::get_effective_cpu_isa()) << ")";
+  return s.str();
+}
+
+std::string cpu_kernels_description() {
+  const dnnl_version_t* v = dnnl_version();
+  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : v->cpu_runtime == DNNL_RUNTIME_TBB ? "TBB"
+                                                                                                          : "sequential";
+  std::ostringstream s;
+  const int threads = cpu_threads();
+  s << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << runtime << ", " << threads
+    << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name();
+  return s.str();
+}
+
+}  // namespace mirror::nn

@@ -1,0 +1,84 @@
+// global_avg_pool2d.cc — mirror/nn/global_avg_pool2d.h: one mean per (sample, channel) plane, summed in
+// double (a plane of a few thousand floats stays exact to float rounding), and its broadcast backward. CPU
+// loops here; on CUDA the kernels of cuda/cnn_kernels.cu.
+#include "mirror/nn/global_avg_pool2d.h"
+
+#include "backend.h"
+#include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/cnn_kernels_cuda.h"
+#endif
+
+namespace mirror::nn {
+
+namespace {
+void forward_cpu(const float* __restrict in, std::int64_t planes, std::int64_t area, float* __restrict out) {
+  for (std::int64_t p = 0; p < planes; ++p) {
+    double s = 0;
+    for (std::int64_t i = 0; i < area; ++i) s += in[p * area + i];
+    out[p] = static_cast<float>(s / static_cast<double>(area));
+  }
+}
+
+void backward_cpu(const float* __restrict g, std::int64_t planes, std::int64_t area, float* __restrict out) {
+  const float inv = 1.0f / static_cast<float>(area);
+  for (std::int64_t p = 0; p < planes; ++p) {
+    const float v = g[p] * inv;
+    for (std::int64_t i = 0; i < area; ++i) out[p * area + i] = v;
+  }
+}
+}  // namespace
+
+GlobalAvgPool2d::GlobalAvgPool2d(Device device) : device_(device), y_({0}, device), dx_({0}, device) {
+#if !MIRROR_HAVE_CUDA
+  detail::require_cpu(device);
+#endif
+}
+
+Shape GlobalAvgPool2d::output_sample_shape(const Shape& s) const {
+  MIRROR_CHECK(s.size() == 3 && s[0] > 0 && s[1] > 0 && s[2] > 0, kInvalidArgument,
+               "global_avgpool needs samples [C, H, W], got " << to_string(s));
+  return {s[0]};
+}
+
+const Tensor& GlobalAvgPool2d::forward(const Tensor& x) {
+  MIRROR_CHECK(x.shape().size() == 4 && x.dim(0) > 0, kInvalidArgument,
+               "global_avgpool needs a batch [N, C, H, W], got " << to_string(x.shape()));
+  output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
+  x_shape_ = x.shape();
+  const std::int64_t planes = x.dim(0) * x.dim(1), area = x.dim(2) * x.dim(3);
+  y_.resize({x.dim(0), x.dim(1)});
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::global_avg_pool_forward(x.data(), planes, area, y_.data());
+    return y_;
+  }
+#endif
+  forward_cpu(x.data(), planes, area, y_.data());
+  return y_;
+}
+
+const Tensor* GlobalAvgPool2d::backward(const Tensor& dy, GradMode mode, bool need_dx,
+                                        const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(!x_shape_.empty(), kInternal, "global_avgpool backward called before forward");
+  MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,
+               "global_avgpool backward expects dy of shape " << to_string(y_.shape()) << ", got "
+                                                              << to_string(dy.shape()));
+  if (!need_dx) return nullptr;
+  dx_.resize(x_shape_);
+  const std::int64_t planes = x_shape_[0] * x_shape_[1], area = x_shape_[2] * x_shape_[3];
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::global_avg_pool_backward(dy.data(), planes, area, dx_.data());
+    return &dx_;
+  }
+#endif
+  backward_cpu(dy.data(), planes, area, dx_.data());
+  return &dx_;
+}
+
+// No settings.
+std::unique_ptr<Layer> GlobalAvgPool2d::create(const LayerArgs& args) { return std::make_unique<GlobalAvgPool2d>(args.device); }
+
+}  // namespace mirror::nn

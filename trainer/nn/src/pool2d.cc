@@ -1,0 +1,94 @@
+// pool2d.cc — mirror/nn/pool2d.h: window checks and shapes; the arithmetic is the device's Pool2dKernels
+// (pool2d_kernels.h: oneDNN on the CPU, cuDNN on CUDA), built per input shape and training flag and rebuilt
+// when either changes.
+#include "mirror/nn/pool2d.h"
+
+#include "mirror/nn/avg_pool2d.h"
+#include "mirror/nn/max_pool2d.h"
+
+#include "backend.h"
+#include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
+#include "pool2d_kernels.h"
+
+namespace mirror::nn {
+
+Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
+    : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device) {
+  MIRROR_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 && w.pad_w >= 0 &&
+                   2 * w.pad_h <= w.kernel_h && 2 * w.pad_w <= w.kernel_w,
+               kInvalidArgument,
+               "pooling needs a positive kernel and stride and 0 <= padding <= kernel / 2, got kernel="
+                   << w.kernel_h << "x" << w.kernel_w << " stride=" << w.stride_h << "x" << w.stride_w
+                   << " padding=" << w.pad_h << "x" << w.pad_w);
+}
+
+Pool2d::~Pool2d() = default;
+
+Shape Pool2d::output_sample_shape(const Shape& s) const {
+  MIRROR_CHECK(s.size() == 3 && s[0] > 0, kInvalidArgument, kind() << " needs samples [C, H, W], got " << to_string(s));
+  const std::int64_t h = s[1] + 2 * window_.pad_h, w = s[2] + 2 * window_.pad_w;
+  MIRROR_CHECK(h >= window_.kernel_h && w >= window_.kernel_w, kInvalidArgument,
+               kind() << " window " << window_.kernel_h << "x" << window_.kernel_w << " does not fit samples "
+                      << to_string(s) << " padded by " << window_.pad_h << "x" << window_.pad_w);
+  return {s[0], (h - window_.kernel_h) / window_.stride_h + 1, (w - window_.kernel_w) / window_.stride_w + 1};
+}
+
+detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_shape, bool training) {
+  if (kernels_ && kernels_shape_ == x_shape && kernels_training_ == training) return *kernels_;
+  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_};
+#if MIRROR_HAVE_CUDA
+  kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
+#else
+  detail::require_cpu(device_);
+  kernels_ = detail::make_pool2d_cpu(problem);
+#endif
+  kernels_shape_ = x_shape;
+  kernels_training_ = training;
+  return *kernels_;
+}
+
+const Tensor& Pool2d::forward(const Tensor& x) {
+  MIRROR_CHECK(x.shape().size() == 4 && x.dim(0) > 0, kInvalidArgument,
+               kind() << " needs a batch [N, C, H, W], got " << to_string(x.shape()));
+  const Shape out = output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
+  const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
+  detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, training());
+  y_.resize(y_shape);
+  k.forward(x.data(), y_.data());
+  x_ = training() ? &x : nullptr;
+  return y_;
+}
+
+const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(x_ != nullptr, kInternal, kind() << " backward needs a training forward before it");
+  MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,
+               kind() << " backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
+  if (!need_dx) return nullptr;
+  dx_.resize(x_->shape());
+  kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
+  return &dx_;
+}
+
+namespace {
+// Settings of both pooling layers: kernel, stride (= kernel), padding (0), each a number or [h, w].
+Pool2dWindow window_settings(const LayerSettings& s) {
+  const auto [kh, kw] = s.pair("kernel", {0, 0}, 1);
+  MIRROR_CHECK(kh >= 1 && kw >= 1, kInvalidArgument, s.where() << " needs a kernel (a number or [h, w])");
+  const auto [sh, sw] = s.pair("stride", {kh, kw}, 1);
+  const auto [ph, pw] = s.pair("padding", {0, 0}, 0);
+  return {kh, kw, sh, sw, ph, pw};
+}
+}  // namespace
+
+std::unique_ptr<Layer> MaxPool2d::create(const LayerArgs& args) {
+  const Pool2dWindow w = window_settings(args.settings);
+  return std::make_unique<MaxPool2d>(w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w, args.device);
+}
+
+std::unique_ptr<Layer> AvgPool2d::create(const LayerArgs& args) {
+  const Pool2dWindow w = window_settings(args.settings);
+  return std::make_unique<AvgPool2d>(w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_h, w.pad_w, args.device);
+}
+
+}  // namespace mirror::nn
