@@ -31,7 +31,7 @@ expect_error() {
     [ "$rc" -eq "$code" ] || fail "expected exit $code from: $*; got $rc. Output: $out"
   fi
   [ "$rc" -ne 124 ] || fail "timed out: $*"
-  echo "$out" | grep -Eq -- "$pattern" || fail "output of '$*' lacks /$pattern/: $out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "output of '$*' lacks /$pattern/: $out"
   echo "ok: exit $rc with /$pattern/ from: ${*:1:6}"
 }
 
