@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "mirror/cli_checks.h"
 #include "mirror/data/convert.h"
 
 ImportCommand::ImportCommand(CLI::App& app) {
@@ -20,7 +21,7 @@ ImportCommand::ImportCommand(CLI::App& app) {
   cmd_->add_option("--test-y", o.test_y_name, "Test labels' name (default: --y's), in --test or else in SRC");
   cmd_->add_option("--test-fraction", o.test_fraction,
                    "Without a test set: move this fraction of SRC's samples (drawn from --seed) to the test split")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(mirror::cli::number_in(0.0, 1.0));
   cmd_->add_option("--seed", o.seed, "Seed of the --test-fraction draw")->capture_default_str();
   cmd_->add_option("--layout", layout_, "nchw: samples stored as given; nhwc: (N, H, W, C) input transposed to (N, C, H, W)")
       ->capture_default_str()->check(CLI::IsMember({"nchw", "nhwc"}));
@@ -29,14 +30,14 @@ ImportCommand::ImportCommand(CLI::App& app) {
       ->check(CLI::IsMember({"uint8", "float32"}));
   cmd_->add_option("--x-scale", x_scale_, "Scale the reader applies to stored values (default: 1/255 for uint8, 1 for float32)");
   cmd_->add_option("--num-classes", o.num_classes, "Number of classes (default: the number of class names, else the largest label + 1)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+      ->check(mirror::cli::integer_in(1, 1 << 24));
   cmd_->add_option("--class-names", o.class_names, "Class names, comma-separated, one per class (an image folder's "
                                                    "are its sub-folder names)")->delimiter(',');
   cmd_->add_option("--shards", o.write.shards, "Write K shard files <stem>-IIIII-of-KKKKK.h5 instead of one file")
-      ->check(CLI::Range(1, 99999));
+      ->check(mirror::cli::integer_in(1, 99999));
   cmd_->add_option("--chunk", o.write.chunk_samples, "Samples per HDF5 chunk of x (0: about 256 KiB per chunk)")
-      ->check(CLI::NonNegativeNumber);
-  cmd_->add_option("--gzip", o.write.gzip_level, "Deflate level 1-9 for x (0: none; fastest random reads)")->check(CLI::Range(0, 9));
+      ->check(mirror::cli::non_negative_integer());
+  cmd_->add_option("--gzip", o.write.gzip_level, "Deflate level 1-9 for x (0: none; fastest random reads)")->check(mirror::cli::integer_in(0, 9));
 }
 
 void ImportCommand::run() {

@@ -3,6 +3,8 @@
 // `bench` measures the reader (see scripts/bench_data.sh).
 #include <CLI/CLI.hpp>
 
+#include "mirror/cli_checks.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <cstdlib>
@@ -27,11 +29,11 @@ int env_int(const char* a, const char* b, int fallback) {
 
 void add_write_options(CLI::App* cmd, mirror::data::WriteOptions& w) {
   cmd->add_option("--shards", w.shards, "Write K shard files <stem>-IIIII-of-KKKKK.h5 instead of one file")
-      ->check(CLI::Range(1, 99999));
+      ->check(mirror::cli::integer_in(1, 99999));
   cmd->add_option("--chunk", w.chunk_samples, "Samples per HDF5 chunk of x (0: about 256 KiB per chunk)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(mirror::cli::non_negative_integer());
   cmd->add_option("--gzip", w.gzip_level, "Deflate level 1-9 for x (0: none; fastest random reads)")
-      ->check(CLI::Range(0, 9));
+      ->check(mirror::cli::integer_in(0, 9));
 }
 
 }  // namespace
@@ -39,6 +41,7 @@ void add_write_options(CLI::App* cmd, mirror::data::WriteOptions& w) {
 int main(int argc, char** argv) {
   CLI::App app{"mirror-data: datasets in Mirror's HDF5 format (docs/dataset-format.md)"};
   app.require_subcommand(1);
+  mirror::cli::install_sentence_errors(app);  // "--test-fraction must be a number in [0, 1], got 1.5"
 
   std::string out, src = mirror::data::kFashionMnistDir, path;
   mirror::data::WriteOptions fm_write, synth_write;
@@ -51,10 +54,10 @@ int main(int argc, char** argv) {
   mirror::data::SynthOptions synth;
   auto* sy = app.add_subcommand("synth", "Write a synthetic, learnable classification set (Gaussian clusters, float32)");
   sy->add_option("--out", out, "Output file")->required();
-  sy->add_option("--train", synth.train, "Training samples")->capture_default_str()->check(CLI::PositiveNumber);
-  sy->add_option("--test", synth.test, "Test samples")->capture_default_str()->check(CLI::PositiveNumber);
-  sy->add_option("--features", synth.features, "Features per sample")->capture_default_str()->check(CLI::PositiveNumber);
-  sy->add_option("--classes", synth.classes, "Number of classes (>= 2)")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  sy->add_option("--train", synth.train, "Training samples")->capture_default_str()->check(mirror::cli::positive_integer());
+  sy->add_option("--test", synth.test, "Test samples")->capture_default_str()->check(mirror::cli::positive_integer());
+  sy->add_option("--features", synth.features, "Features per sample")->capture_default_str()->check(mirror::cli::positive_integer());
+  sy->add_option("--classes", synth.classes, "Number of classes (>= 2)")->capture_default_str()->check(mirror::cli::integer_in(2, 1 << 20));
   sy->add_option("--seed", synth.seed, "Random seed")->capture_default_str();
   sy->add_option("--spread", synth.spread, "Noise standard deviation per feature")->capture_default_str();
   add_write_options(sy, synth_write);
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   auto* be = app.add_subcommand("bench", "Reader throughput per rank and time waiting for data with prefetch on/off "
                                          "(run under mpirun for several ranks; rank and size come from its environment)");
   be->add_option("--data", bench.path, "Dataset file")->required();
-  be->add_option("--batch", bench.batch, "Samples per rank per step")->capture_default_str()->check(CLI::PositiveNumber);
+  be->add_option("--batch", bench.batch, "Samples per rank per step")->capture_default_str()->check(mirror::cli::positive_integer());
   be->add_option("--steps", bench.steps, "Steps to time per measurement (0: one epoch)")->capture_default_str();
   be->add_option("--compute-ms", bench.compute_ms, "Simulated compute per step, ms")->capture_default_str();
   be->add_flag("--busy", bench.busy, "Simulate compute with a busy loop (CPU training) instead of a sleep (GPU training)");
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // a bad command line exits 2, as in every Mirror program
   }
   try {
     if ((*fm || *sy) && std::filesystem::path(out).has_parent_path()) {

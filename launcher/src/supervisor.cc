@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "mirror/agreed_error.h"
 #include "mirror/error.h"
 #include "mirror/launch/command_line.h"
 #include "job_process.h"
@@ -220,6 +221,11 @@ SupervisionResult supervise(const std::function<std::vector<std::string>(int att
     }
     result.exit_code = outcome.exit_code;
     if (outcome.succeeded()) break;
+    if (!outcome.term_signal && outcome.exit_code == exit_code::kNonFinite && options.max_restarts > 0) {
+      // A diverged run (the trainer's exit code for a NaN/Inf loss or gradient) would only diverge again.
+      log << "mirrorrun: job failed (" << outcome.describe() << ": training diverged); not restarted" << std::endl;
+      break;
+    }
     if (attempt >= options.max_restarts) {
       if (options.max_restarts > 0) {
         log << "mirrorrun: job failed (" << outcome.describe() << "); no restarts left" << std::endl;

@@ -2,6 +2,9 @@
 // schedule.h, and the linear scaling rule.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "mirror/error.h"
 #include "mirror/nn/schedule.h"
 
@@ -45,6 +48,29 @@ TEST(Schedule, StepDecay) {
   EXPECT_FLOAT_EQ(s.lr_at(5), 0.4f);  // s = 3
   EXPECT_FLOAT_EQ(s.lr_at(8), 0.2f);  // s = 6
   EXPECT_FLOAT_EQ(s.lr_at(11), 0.1f);
+}
+
+// The Keras tutorial's schedule (1e-3, then 1e-4 from epoch 3, 1e-5 from epoch 7) at 5 steps per epoch,
+// against the plain formula lr * gamma^(number of milestones passed), counted with a loop.
+TEST(Schedule, MilestonesArePiecewiseConstant) {
+  const std::vector<std::int64_t> milestones{15, 35};
+  LrSchedule s({.base_lr = 1e-3f, .decay = DecayKind::kMilestones, .gamma = 0.1f, .milestones = milestones});
+  for (std::int64_t step = 0; step < 60; ++step) {
+    int k = 0;
+    for (std::int64_t m : milestones) k += step >= m;
+    EXPECT_FLOAT_EQ(s.lr_at(step), static_cast<float>(1e-3 * std::pow(0.1, k))) << "step " << step;
+  }
+  EXPECT_FLOAT_EQ(s.lr_at(14), 1e-3f);
+  EXPECT_FLOAT_EQ(s.lr_at(15), 1e-4f);
+  EXPECT_FLOAT_EQ(s.lr_at(35), 1e-5f);
+  // With warmup, the milestones still count absolute steps.
+  LrSchedule w({.base_lr = 1.0f, .warmup_steps = 4, .decay = DecayKind::kMilestones, .gamma = 0.5f, .milestones = {6}});
+  EXPECT_FLOAT_EQ(w.lr_at(1), 0.5f);
+  EXPECT_FLOAT_EQ(w.lr_at(5), 1.0f);
+  EXPECT_FLOAT_EQ(w.lr_at(6), 0.5f);
+  EXPECT_THROW(LrSchedule({.base_lr = 0.1f, .decay = DecayKind::kMilestones, .milestones = {5, 5}}), Error);
+  EXPECT_THROW(LrSchedule({.base_lr = 0.1f, .decay = DecayKind::kMilestones, .milestones = {0}}), Error);
+  EXPECT_THROW(LrSchedule({.base_lr = 0.1f, .decay = DecayKind::kMilestones}), Error);
 }
 
 TEST(Schedule, BadOptionsNameTheField) {

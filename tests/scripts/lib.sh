@@ -31,7 +31,7 @@ expect_error() {
     [ "$rc" -eq "$code" ] || fail "expected exit $code from: $*; got $rc. Output: $out"
   fi
   [ "$rc" -ne 124 ] || fail "timed out: $*"
-  echo "$out" | grep -Eq -- "$pattern" || fail "output of '$*' lacks /$pattern/: $out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "output of '$*' lacks /$pattern/: $out"
   echo "ok: exit $rc with /$pattern/ from: ${*:1:6}"
 }
 
@@ -39,4 +39,21 @@ expect_error() {
 synth_data() {
   local file="$1"; shift
   "$MIRROR_DATA" synth --out "$file" --train 960 --test 200 --features 20 --classes 4 --seed 11 "$@" >/dev/null
+}
+
+# image_data FILE — a small learnable set of 1 x 8 x 8 uint8 images (4 classes: a bright quadrant each, with
+# noise), imported from numpy by mirror-data, for the augmentation cases.
+image_data() {
+  local file="$1"
+  /usr/bin/python3 - "$TMP/images.npz" <<'PY'
+import sys, numpy as np
+rng = np.random.default_rng(7)
+y = rng.integers(0, 4, 1000)
+x = rng.integers(0, 60, (1000, 8, 8))
+for i, c in enumerate(y):
+    r, q = divmod(int(c), 2)
+    x[i, 4 * r:4 * r + 4, 4 * q:4 * q + 4] += 150
+np.savez(sys.argv[1], x=x.astype(np.uint8), y=y)
+PY
+  "$MIRROR_DATA" import "$TMP/images.npz" --test-fraction 0.2 --seed 1 --out "$file" >/dev/null
 }

@@ -45,3 +45,17 @@ expect_error 2 "--batch-size must be a positive integer, got 0" "$MIRROR_EVAL" -
 expect_error 2 "--device must be one of auto, cpu, cuda, got 'gpu'" "$MIRROR_EVAL" --checkpoint "$TMP" \
   --data "$TMP/d.h5" --device gpu
 expect_error 2 "--tol must be a number >= 0, got -1" "$MIRROR_CKPT" diff a.h5 b.h5 --tol -1
+
+# mirror-data's range errors are sentences too (its validators are mirror/cli_checks.h's), exit 2.
+expect_error 2 "--test-fraction must be a number in \[0, 1\], got 1.5" "$MIRROR_DATA" import x.npz --out o.h5 --test-fraction 1.5
+expect_error 2 "--train must be a positive integer, got 0" "$MIRROR_DATA" synth --out "$TMP/o.h5" --train 0
+expect_error 2 "--classes must be an integer from 2 to 1048576, got 1" "$MIRROR_DATA" synth --out "$TMP/o.h5" --classes 1
+expect_error 2 "--gzip must be an integer from 0 to 9, got 10" "$MIRROR_DATA" fashion-mnist --out "$TMP/o.h5" --gzip 10
+out="$("$MIRROR_DATA" synth --out "$TMP/o.h5" --shards 0 2>&1 || true)"
+if echo "$out" | grep -Eq "not in range|Value "; then fail "CLI11's range text leaked from mirror-data: $out"; fi
+# The new trainer flags' values, and combinations.
+expect_error 2 "--lr-milestones must be epochs in ascending order, like 3,7, got '7,3'" mpi 1 "$TRAINER" "${d[@]}" --lr-milestones 7,3
+expect_error 2 "--lr-milestones is a schedule of its own" mpi 1 "$TRAINER" "${d[@]}" --lr-milestones 3 --decay cosine
+expect_error 2 "--keep-best must be one of none, test_acc, test_loss, train_loss, train_acc, got 'acc'" mpi 1 "$TRAINER" "${d[@]}" --keep-best acc
+expect_error 2 "--keep-best needs --checkpoint-dir" mpi 1 "$TRAINER" "${d[@]}" --keep-best test_acc
+expect_error 2 "--random-crop must be an integer from 0 to 1024, got -1" mpi 1 "$TRAINER" "${d[@]}" --random-crop -1

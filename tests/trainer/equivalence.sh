@@ -84,3 +84,21 @@ for d in acc-np1 acc-np2; do
     || fail "accumulation ($d) differs from 1 rank x batch 12"
 done
 echo "ok: accumulation of 2 x 6 (1 rank) and 2 x 3 (2 ranks) equals batch 12"
+
+# With augmentation (random crop with padding 2 and horizontal flips of 1 x 8 x 8 images, drawn per (seed,
+# epoch, sample)), N ranks x B still equal 1 rank x N*B; and the augmentation is applied (without it the
+# parameters differ).
+image_data "$TMP/img.h5"
+aug=(--data "$TMP/img.h5" --model mlp:16 --epochs 1000 --max-steps 60 --checkpoint-every 60 --eval-every 0
+     --progress off --lr 0.05 --seed 5 --random-crop 2 --hflip)
+mpi 1 "$TRAINER" "${aug[@]}" --global-batch-size 12 --checkpoint-dir "$TMP/aug-np1" >/dev/null
+for n in 2 3; do
+  mpi "$n" "$TRAINER" "${aug[@]}" --batch-size $((12 / n)) --checkpoint-dir "$TMP/aug-np$n" >/dev/null
+  "$MIRROR_CKPT" diff "$TMP/aug-np1/ckpt-00000060.h5" "$TMP/aug-np$n/ckpt-00000060.h5" --tol 1e-5 \
+    || fail "augmented: $n ranks x batch $((12 / n)) differ from 1 rank x batch 12"
+done
+mpi 2 "$TRAINER" "${aug[@]}" --random-crop 0 --batch-size 6 --checkpoint-dir "$TMP/aug-none" >/dev/null
+if "$MIRROR_CKPT" diff "$TMP/aug-np1/ckpt-00000060.h5" "$TMP/aug-none/ckpt-00000060.h5" --tol 1e-5 >/dev/null; then
+  fail "--random-crop 2 --hflip trained the same as --hflip alone: the crop is not applied"
+fi
+echo "ok: with --random-crop 2 --hflip, 2 and 3 ranks == 1 rank x batch 12 after 60 steps; the crop matters"

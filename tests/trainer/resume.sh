@@ -42,3 +42,20 @@ echo "ok: corrupt newest checkpoint skipped; resumed from step 25 to the same en
 # Another model shape is refused, naming both.
 expect_error nonzero "holds model 'mlp:24'.*builds 'mlp:32'" \
   mpi 2 "$TRAINER" "${common[@]}" --model mlp:32 --checkpoint-dir "$TMP/full" --resume auto
+
+# With augmentation and lr milestones: interrupted mid-epoch and resumed == uninterrupted, bit for bit; a
+# resume without the checkpoint's augmentation flags is refused.
+image_data "$TMP/img.h5"
+aug=(--data "$TMP/img.h5" --model mlp:16 --epochs 4 --batch-size 16 --eval-every 1 --progress off --keep 0
+     --checkpoint-every 10 --random-crop 2 --hflip --lr-milestones 1,3 --seed 3)
+# 800 samples / (2 x 16) = 25 steps per epoch, 100 in all.
+mpi 2 "$TRAINER" "${aug[@]}" --checkpoint-dir "$TMP/aug-full" >/dev/null
+mpi 2 "$TRAINER" "${aug[@]}" --checkpoint-dir "$TMP/aug-cut" --max-steps 40 >/dev/null
+mpi 2 "$TRAINER" "${aug[@]}" --checkpoint-dir "$TMP/aug-cut" --resume auto >/dev/null
+"$MIRROR_CKPT" diff "$TMP/aug-full/ckpt-00000100.h5" "$TMP/aug-cut/ckpt-00000100.h5" --tol 0 \
+  || fail "augmented run resumed at step 40 differs from the uninterrupted one"
+echo "ok: with --random-crop 2 --hflip --lr-milestones 1,3, resumed at step 40 == uninterrupted (bit-exact)"
+plain=()
+for a in "${aug[@]}"; do [ "$a" = --hflip ] || plain+=("$a"); done
+expect_error 3 "trained with --random-crop 2 --hflip, this run uses --random-crop 0 \(no --hflip\)" \
+  mpi 2 "$TRAINER" "${plain[@]}" --random-crop 0 --checkpoint-dir "$TMP/aug-cut" --resume auto

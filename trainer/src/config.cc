@@ -27,6 +27,9 @@ const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{
 const std::vector<std::pair<std::string, LrScaling>> kScalings{{"none", LrScaling::kNone}, {"linear", LrScaling::kLinear}};
 const std::vector<std::pair<std::string, BackendChoice>> kBackends{
     {"auto", BackendChoice::kAuto}, {"host", BackendChoice::kHost}, {"nccl", BackendChoice::kNccl}};
+const std::vector<std::pair<std::string, BestMetric>> kBestMetrics{
+    {"none", BestMetric::kNone}, {"test_acc", BestMetric::kTestAcc}, {"test_loss", BestMetric::kTestLoss},
+    {"train_loss", BestMetric::kTrainLoss}, {"train_acc", BestMetric::kTrainAcc}};
 const std::vector<std::pair<std::string, Toggle>> kToggles{{"auto", Toggle::kAuto}, {"on", Toggle::kOn}, {"off", Toggle::kOff}};
 
 // An enum flag: parsed by its table, its default shown by name.
@@ -85,6 +88,28 @@ CLI::Validator timeline_window() {
       "A:B", "timeline_window");
 }
 
+// --lr-milestones: epochs "3,7", each a positive integer, strictly ascending.
+std::vector<std::int64_t> parse_milestones(const std::string& text) {
+  std::vector<std::int64_t> epochs;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const auto v = cli::detail::parse_integer(text.substr(begin, end - begin));
+    if (!v || *v < 1 || (!epochs.empty() && *v <= epochs.back())) return {};
+    epochs.push_back(*v);
+    begin = end + 1;
+  }
+  return epochs;
+}
+
+CLI::Validator milestone_list() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return parse_milestones(s).empty() ? "must be epochs in ascending order, like 3,7, got '" + s + "'" : "";
+      },
+      "E1,E2,...", "milestone_list");
+}
+
 // --resume: "auto" or a checkpoint file.
 void set_resume(ResumeFrom& r, const std::string& value) {
   r.kind = value == "auto" ? ResumeFrom::Kind::kLatest : ResumeFrom::Kind::kFile;
@@ -118,6 +143,11 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->group("Data");
   app.add_option("--prefetch", c.prefetch, "batches prepared ahead by the loader thread (0: none)")
       ->check(cli::integer_in(0, 64))->group("Data");
+  app.add_option("--random-crop", c.random_crop,
+                 "augmentation of training images: pad P pixels on every side, then crop back at a random offset "
+                 "(0: none); the draws depend only on seed, epoch and sample, so equivalence and resume stay exact")
+      ->check(cli::integer_in(0, 1024))->group("Data");
+  app.add_flag("--hflip", c.hflip, "augmentation of training images: flip half of them left-right")->group("Data");
 
   app.add_option("--model", c.model, model_help())->group("Model");
   // Prints a built-in as a JSON model file to start from, and exits (before --data is asked for).
@@ -175,7 +205,12 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->group("Schedule");
   app.add_option("--decay-step-size", c.decay_step_size, "step decay: multiply by --gamma every this many steps")
       ->check(cli::non_negative_integer())->group("Schedule");
-  app.add_option("--gamma", c.gamma, "step decay factor")->check(cli::number_in(0.0, 1.0))->group("Schedule");
+  app.add_option("--gamma", c.gamma, "step decay and --lr-milestones factor")->check(cli::number_in(0.0, 1.0))->group("Schedule");
+  app.add_option_function<std::string>(
+         "--lr-milestones", [&c](const std::string& v) { c.lr_milestones = parse_milestones(v); },
+         "piecewise-constant schedule in epochs: 3,7 trains 3 epochs at --lr, 4 at lr x --gamma and the rest at "
+         "lr x gamma^2 (the Keras tutorial's 1e-3 -> 1e-4 -> 1e-5)")
+      ->check(milestone_list())->group("Schedule");
   app.add_option("--min-lr", c.min_lr, "cosine decay floor")->check(cli::non_negative_number())->group("Schedule");
   add_choice(app, "--scale-lr", c.scale_lr, kScalings,
              "linear: lr x global batch / --reference-batch (the linear scaling rule, Goyal et al. 2017)")
@@ -209,6 +244,15 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->transform(epoch_or_steps())->default_str("epoch")->group("Checkpoints");
   app.add_option("--keep", c.keep, "checkpoints kept (0: all)")->check(cli::non_negative_integer())
       ->group("Checkpoints");
+  add_choice(app, "--keep-best", c.keep_best, kBestMetrics,
+             "keep the best checkpoint so far by this metric as best.h5 in --checkpoint-dir (test_acc, train_acc: "
+             "highest; test_loss, train_loss: lowest), besides the --keep newest")->group("Checkpoints");
+  app.add_option("--early-stop", c.early_stop,
+                 "stop (with a final checkpoint) after this many evaluations without improvement of --keep-best's "
+                 "metric, or of test_loss without it (0: never)")
+      ->check(cli::non_negative_integer())->group("Checkpoints");
+  app.add_option("--min-delta", c.min_delta, "an improvement must exceed this")
+      ->check(cli::non_negative_number())->group("Checkpoints");
   app.add_option_function<std::string>("--resume", [&c](const std::string& v) { set_resume(c.resume, v); },
                                        "auto (newest valid checkpoint in --checkpoint-dir, if any) or a file")
       ->group("Checkpoints");
@@ -269,6 +313,15 @@ void validate(TrainConfig& c, int world_size) {
                "--resume auto needs --checkpoint-dir to look in");
   MIRROR_CHECK(!(c.decay == nn::DecayKind::kStep && c.decay_step_size <= 0), kInvalidArgument,
                "--decay step needs --decay-step-size > 0");
+  MIRROR_CHECK(c.lr_milestones.empty() || c.decay == nn::DecayKind::kConstant, kInvalidArgument,
+               "--lr-milestones is a schedule of its own; drop --decay " << decay_flag_name(c.decay)
+                                                                         << " or the milestones");
+  MIRROR_CHECK(c.lr_milestones.empty() || c.gamma > 0.0, kInvalidArgument, "--lr-milestones needs --gamma > 0");
+  if (c.early_stop > 0 && c.keep_best == BestMetric::kNone) c.keep_best = BestMetric::kTestLoss;
+  MIRROR_CHECK(c.keep_best == BestMetric::kNone || c.early_stop > 0 || !c.checkpoint_dir.empty(), kInvalidArgument,
+               "--keep-best needs --checkpoint-dir to keep best.h5 in");
+  MIRROR_CHECK(!(c.eval_every == 0 && (c.keep_best == BestMetric::kTestAcc || c.keep_best == BestMetric::kTestLoss)),
+               kInvalidArgument, "--keep-best/--early-stop by a test metric needs evaluations; drop --eval-every 0");
   MIRROR_CHECK(c.min_lr <= c.lr, kInvalidArgument, "--min-lr " << c.min_lr << " is above --lr " << c.lr);
   if (c.optimizer == nn::OptimizerKind::kAdamW)
     MIRROR_CHECK(c.beta1 < 1.0 && c.beta2 < 1.0, kInvalidArgument, "--beta1 and --beta2 must be below 1");
@@ -280,6 +333,8 @@ std::string to_json(const TrainConfig& c) {
   j["sharding"] = cli::enum_name(kShardings, c.sharding);
   j["in_memory"] = c.in_memory;
   j["prefetch"] = c.prefetch;
+  j["random_crop"] = c.random_crop;
+  j["hflip"] = c.hflip;
   j["model"] = c.model;
   j["device"] = cli::enum_name(kDevices, c.device);
   j["blas_threads"] = c.blas_threads;
@@ -302,6 +357,7 @@ std::string to_json(const TrainConfig& c) {
   j["decay"] = cli::enum_name(kDecays, c.decay);
   j["decay_step_size"] = c.decay_step_size;
   j["gamma"] = c.gamma;
+  j["lr_milestones"] = c.lr_milestones;
   j["min_lr"] = c.min_lr;
   j["scale_lr"] = cli::enum_name(kScalings, c.scale_lr);
   j["reference_batch"] = c.reference_batch;
@@ -316,6 +372,9 @@ std::string to_json(const TrainConfig& c) {
   j["checkpoint_every"] = c.checkpoint_every_steps > 0 ? nlohmann::ordered_json(std::to_string(c.checkpoint_every_steps))
                                                        : nlohmann::ordered_json("epoch");
   j["keep"] = c.keep;
+  j["keep_best"] = cli::enum_name(kBestMetrics, c.keep_best);
+  j["early_stop"] = c.early_stop;
+  j["min_delta"] = c.min_delta;
   j["resume"] = c.resume.kind == ResumeFrom::Kind::kLatest ? "auto" : c.resume.path;
   j["eval_every"] = c.eval_every;
   j["metrics"] = c.metrics;

@@ -1,6 +1,7 @@
 // state_transfer.cc — initial parameter broadcast, checkpoint capture, resume with compatibility checks.
 #include "state_transfer.h"
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "mirror/error.h"
@@ -47,6 +48,20 @@ void check_compatible(const std::string& path, const CheckpointState& s, const n
     MIRROR_CHECK(found, kFormat, "checkpoint " << path << " lacks optimizer state '" << name << "' of "
                                                << optimizer.numel() << " values");
   }
+}
+
+// The loader's augmentation is part of the data a run sees: a resumed run must use the checkpoint's (its
+// configuration JSON holds it; files written before the flags existed had none).
+void check_same_augmentation(const std::string& path, const CheckpointState& s, const TrainConfig& config) {
+  const nlohmann::json stored = nlohmann::json::parse(s.config_json, nullptr, false);
+  if (!stored.is_object()) return;
+  const std::int64_t crop = stored.value("random_crop", std::int64_t{0});
+  const bool hflip = stored.value("hflip", false);
+  MIRROR_CHECK(crop == config.random_crop && hflip == config.hflip, kInvalidArgument,
+               "checkpoint " << path << " was trained with --random-crop " << crop << (hflip ? " --hflip" : " (no --hflip)")
+                             << ", this run uses --random-crop " << config.random_crop
+                             << (config.hflip ? " --hflip" : " (no --hflip)")
+                             << "; resume with the same augmentation flags");
 }
 
 std::vector<float> flat_values(const std::vector<NamedTensor>& tensors) {
@@ -122,6 +137,7 @@ bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Opt
       if (!path.empty()) {
         state = read_checkpoint(path);
         check_compatible(path, state, model, optimizer);
+        check_same_augmentation(path, state, config);
         MIRROR_CHECK(state.world_size == control.size() || state.epoch_micro_step == 0, kInvalidArgument,
                      "checkpoint " << path << " was written by " << state.world_size << " ranks in the middle of "
                                    << "an epoch; resume it with " << state.world_size << " ranks (a checkpoint "

@@ -12,14 +12,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <sstream>
 
 #include "batch_tensor.h"
+#include "mirror/agreed_error.h"
 #include "mirror/error.h"
 #include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/finite.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/setup_agreement.h"
 
 namespace mirror::train {
 namespace {
@@ -40,7 +44,7 @@ nn::OptimizerOptions optimizer_options(const TrainConfig& c) {
   return o;
 }
 
-nn::LrSchedule make_schedule(const TrainConfig& c, std::int64_t total_steps) {
+nn::LrSchedule make_schedule(const TrainConfig& c, std::int64_t total_steps, std::int64_t steps_per_epoch) {
   nn::ScheduleOptions s;
   s.base_lr = static_cast<float>(c.lr);
   if (c.scale_lr == LrScaling::kLinear)
@@ -51,6 +55,10 @@ nn::LrSchedule make_schedule(const TrainConfig& c, std::int64_t total_steps) {
   s.min_lr = static_cast<float>(std::min(c.min_lr, static_cast<double>(s.base_lr)));
   s.step_every = c.decay_step_size;
   s.gamma = static_cast<float>(c.gamma);
+  if (!c.lr_milestones.empty()) {  // epochs -> the first step of each
+    s.decay = nn::DecayKind::kMilestones;
+    for (std::int64_t epoch : c.lr_milestones) s.milestones.push_back(epoch * steps_per_epoch);
+  }
   return nn::LrSchedule(s);
 }
 
@@ -109,10 +117,15 @@ std::vector<std::pair<std::string, double>> epoch_scalars(const nlohmann::ordere
 Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
     : config_(config), ctx_(context), control_(*context.control), rank_(control_.rank()), world_(control_.size()),
       out_(rank_ == 0 ? context.out : nullptr), reducer_(*context.gradients) {
-  validate(config_, world_);
-  setup_model();
-  setup_data_and_optimizer();
-  restore_state();
+  // What every rank finds wrong alike before training (flags, data, model, checkpoint) ends the job with one
+  // error line and exit code 3 (setup_agreement.h): the stages without collectives first, then the resume.
+  run_agreed_setup(control_, [this] {
+    validate(config_, world_);
+    setup_model();
+    setup_data_and_optimizer();
+  });
+  setup_shared_memory();
+  run_agreed_setup(control_, [this] { restore_state(); });
   setup_gradient_sync();
   setup_telemetry();
   print_banner();
@@ -131,6 +144,10 @@ void Trainer::setup_model() {
   // all-gather costs more than the half optimizer step saves: docs/benchmarks.md).
   const bool on_shm = !device_.is_cuda() && std::string_view(coll::transport_name(*ctx_.gradients)) == "shm";
   sharded_ = world_ > 1 && (config_.shard_optimizer == Toggle::kOn || (config_.shard_optimizer == Toggle::kAuto && on_shm));
+}
+
+void Trainer::setup_shared_memory() {
+  const bool on_shm = !device_.is_cuda() && std::string_view(coll::transport_name(*ctx_.gradients)) == "shm";
   // On the shared-memory transport the gradients of CPU models (and, with a sharded optimizer, the
   // parameters) live in shared buffers of the gradient communicator (allocated by every rank, in the same
   // order), which it reduces (and gathers) directly. A /dev/shm too small for them (64 MiB in a default
@@ -160,6 +177,8 @@ void Trainer::setup_data_and_optimizer() {
   loader_options.prefetch_depth = config_.prefetch;
   loader_options.in_memory = config_.in_memory;
   loader_options.sharding = config_.sharding;
+  loader_options.augment.crop_padding = config_.random_crop;
+  loader_options.augment.hflip = config_.hflip;
   loader_ = std::make_unique<data::TrainLoader>(*dataset_, sampler, loader_options);
 
   accum_ = config_.accum_steps;
@@ -172,7 +191,7 @@ void Trainer::setup_data_and_optimizer() {
   // The schedule spans all epochs; --max-steps only stops early (so a run cut short and resumed, or one
   // stopped by --max-steps, follows the same learning rates as the full run).
   total_steps_ = steps_per_epoch_ * config_.epochs;
-  schedule_.emplace(make_schedule(config_, total_steps_));
+  schedule_.emplace(make_schedule(config_, total_steps_, steps_per_epoch_));
   loss_.emplace(device_);
 }
 
@@ -180,6 +199,8 @@ void Trainer::restore_state() {
   init_and_broadcast_parameters(*model_, config_.seed, control_);
   resumed_ = resume_from_checkpoint(config_, *model_, *optimizer_, pos_, control_, summary_.last_checkpoint, out_);
   last_checkpoint_step_ = resumed_ ? pos_.step : -1;
+  best_.emplace(config_.keep_best, config_.min_delta);
+  if (rank_ == 0) best_->replay(pos_.metrics_jsonl);  // rank 0 judges; the checkpoint's metrics hold the state
 }
 
 void Trainer::setup_gradient_sync() {
@@ -285,7 +306,7 @@ Trainer::EpochEnd Trainer::run_epoch() {
   times.train = seconds_since(times.start);
   if (stop && pos_.micro < micro_per_epoch()) return EpochEnd::kStoppedInside;  // a partial epoch: no epoch line
   end_epoch(times);
-  return stop ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
+  return stop || early_stopped_ ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
 }
 
 void Trainer::train_step(EpochTimes& times) {
@@ -299,6 +320,7 @@ void Trainer::train_step(EpochTimes& times) {
     bucketer_->finish();
   }
   times.comm_wait += bucketer_->last_wait_seconds();
+  agree_on_step(pos_.loss_sum - loss_before);  // collective; throws before a non-finite step is applied
   ++times.steps;
   const auto optimizer_start = Clock::now();
   const float lr = schedule_->lr_at(pos_.step);
@@ -347,12 +369,39 @@ void Trainer::micro_step(std::int64_t k, EpochTimes& times) {
   pos_.micro += 1;
 }
 
-bool Trainer::stop_requested() {
-  if (!ctx_.stop_requested) return false;
-  std::int32_t flag = ctx_.stop_requested->load() ? 1 : 0;
-  control_.allreduce(&flag, &flag, 1, coll::DataType::kInt32, coll::ReduceOp::kMax);
-  return flag != 0;
+// One small all-reduce per step carries both verdicts every rank must share: a stop request (SIGTERM on any
+// rank stops all after this step) and whether this step's loss (per rank) or its averaged gradients (this
+// rank's owned ranges: all of them, or its shard) hold a NaN or Inf. The gradient test is one pass over the
+// reduced gradients (docs/training.md measures it).
+void Trainer::agree_on_step(double step_loss) {
+  std::int64_t bad_grads = 0;
+  for (const nn::Optimizer::Range& r : owned_)
+    bad_grads += nn::count_non_finite(device_, model_->grads() + r.begin, r.end - r.begin);
+  std::int32_t flags[3] = {ctx_.stop_requested && ctx_.stop_requested->load() ? 1 : 0, std::isfinite(step_loss) ? 0 : 1,
+                           bad_grads > 0 ? 1 : 0};
+  control_.allreduce(flags, flags, 3, coll::DataType::kInt32, coll::ReduceOp::kMax);
+  stop_agreed_ = flags[0] != 0;
+  if (flags[1] == 0 && flags[2] == 0) return;
+  bar_->clear();
+  std::ostringstream what;
+  what << (flags[1] ? "the loss" : "") << (flags[1] && flags[2] ? " and " : "")
+       << (flags[2] ? "the averaged gradients" : "");
+  throw_diverged(pos_.step + 1, what.str() + " turned non-finite (NaN or Inf); the step was not applied");
 }
+
+// `step` counted from 1, as in TensorBoard and the timeline.
+void Trainer::throw_diverged(std::int64_t step, const std::string& what) const {
+  const std::string kept = summary_.last_checkpoint.empty() ? std::string("no checkpoint was written")
+                                                            : "the last good checkpoint is " + summary_.last_checkpoint;
+  const Error e(ErrorKind::kInvalidArgument,
+                "training diverged at step " + std::to_string(step) + " (epoch " +
+                    std::to_string(pos_.epoch + 1) + "): " + what + "; " + kept +
+                    ". Lower --lr, add --warmup-steps, or check the data",
+                __FILE__, __LINE__);
+  throw AgreedError(e, exit_code::kNonFinite);
+}
+
+bool Trainer::stop_requested() { return stop_agreed_; }
 
 void Trainer::end_epoch(const EpochTimes& times) {
   bar_->clear();
@@ -373,7 +422,34 @@ void Trainer::end_epoch(const EpochTimes& times) {
   pos_.loss_sum = 0.0;
   pos_.correct = pos_.samples = 0;
   pos_.micro = micro_per_epoch();  // the epoch's position is its end until the loop moves on
-  if (config_.checkpoint_every_steps == 0) save_epoch_checkpoint();
+  const BestVerdict verdict = judge_epoch();
+  const bool keep_best = verdict.improved && !config_.checkpoint_dir.empty();
+  if (config_.checkpoint_every_steps == 0 || keep_best) save_epoch_checkpoint();
+  if (keep_best && rank_ == 0) keep_as_best(summary_.last_checkpoint, config_.checkpoint_dir);
+  if (verdict.stop) {
+    early_stopped_ = true;
+    if (out_)
+      *out_ << "early stop: " << best_->key() << " has not improved by more than " << config_.min_delta << " for "
+            << best_->since_best() << " evaluation(s); best " << best_->best() << " at step " << best_->best_step()
+            << "\n";
+  }
+}
+
+// Rank 0 judges the epoch's metrics line (--keep-best, --early-stop) and tells the others (collective).
+Trainer::BestVerdict Trainer::judge_epoch() {
+  if (!best_->enabled()) return {};
+  std::int32_t v[2] = {0, 0};
+  if (rank_ == 0) {
+    const nlohmann::ordered_json m = nlohmann::ordered_json::parse(pos_.metrics_jsonl.substr(
+        pos_.metrics_jsonl.rfind('\n', pos_.metrics_jsonl.size() - 2) == std::string::npos
+            ? 0
+            : pos_.metrics_jsonl.rfind('\n', pos_.metrics_jsonl.size() - 2) + 1));
+    const double value = m[best_->key()].is_number() ? m[best_->key()].get<double>() : NAN;
+    v[0] = best_->observe(value, pos_.step) ? 1 : 0;
+    v[1] = config_.early_stop > 0 && best_->since_best() >= config_.early_stop ? 1 : 0;
+  }
+  control_.broadcast(v, 2, coll::DataType::kInt32, 0);
+  return {v[0] != 0, v[1] != 0};
 }
 
 // Collective (the sums); rank 0 appends the JSON object to the metrics and returns the printed line.
@@ -420,6 +496,21 @@ std::string Trainer::metrics_line(const EpochTimes& t, double test_loss, double 
   return line;
 }
 
+// best.h5 in `dir`: a hard link to `checkpoint` (a copy where links are not possible) made under a
+// temporary name and renamed over the old one, so best.h5 is always a whole checkpoint. Pruning only
+// removes ckpt-*.h5 names, and the link keeps the data when the ckpt-*.h5 name goes.
+void keep_as_best(const std::string& checkpoint, const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::path(dir) / (".best.h5.tmp." + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_hard_link(checkpoint, tmp, ec);
+  if (ec) fs::copy_file(checkpoint, tmp, fs::copy_options::overwrite_existing, ec);
+  MIRROR_CHECK(!ec, kIo, "cannot copy " << checkpoint << " to " << tmp.string() << ": " << ec.message());
+  fs::rename(tmp, fs::path(dir) / "best.h5", ec);
+  MIRROR_CHECK(!ec, kIo, "cannot rename " << tmp.string() << " to best.h5 in " << dir << ": " << ec.message());
+}
+
 void Trainer::save_epoch_checkpoint() {
   const RunPosition here = pos_;
   pos_.epoch += 1;
@@ -436,6 +527,11 @@ void Trainer::save_checkpoint() {
   // A sharded optimizer's state is current only in each rank's own ranges: gather it first.
   for (std::size_t i = 0; i < optimizer_->state_names().size(); ++i) bucketer_->gather(optimizer_->state_data(i));
   agree_on_buffers();
+  // Never a checkpoint of broken parameters (finite gradients can still overflow them): every rank holds
+  // all of them after the gathers, and the ranks agree on the verdict.
+  std::int32_t bad = nn::count_non_finite(device_, model_->params(), model_->num_parameters()) > 0 ? 1 : 0;
+  control_.allreduce(&bad, &bad, 1, coll::DataType::kInt32, coll::ReduceOp::kMax);
+  if (bad) throw_diverged(pos_.step, "the parameters it produced are not finite (NaN or Inf) and were not saved");
   if (rank_ == 0) {
     RunPosition saved = pos_;
     saved.loss_sum = sums.loss_sum;

@@ -22,11 +22,15 @@
 #include "mirror/train/config.h"
 #include "mirror/train/grad_sync.h"
 #include "mirror/train/training.h"
+#include "best_tracker.h"
 #include "progress.h"
 #include "replica_reducer.h"
 #include "state_transfer.h"
 
 namespace mirror::train {
+
+// Rank 0: makes best.h5 in `dir` the checkpoint file `checkpoint` (atomically).
+void keep_as_best(const std::string& checkpoint, const std::string& dir);
 
 class Trainer {
  public:
@@ -45,7 +49,8 @@ class Trainer {
   };
 
   // Setup, in order.
-  void setup_model();            // device, dataset, model, shared gradient/parameter memory
+  void setup_model();            // device, dataset, model (no collectives)
+  void setup_shared_memory();    // collective: gradients (and sharded parameters) in shared buffers
   void setup_data_and_optimizer();
   void restore_state();          // initial parameters from rank 0, or a checkpoint
   void setup_gradient_sync();
@@ -59,9 +64,17 @@ class Trainer {
   EpochEnd run_epoch();
   void train_step(EpochTimes& times);
   void micro_step(std::int64_t k, EpochTimes& times);
-  bool stop_requested();         // collective: any rank's request stops all
+  // Collective, after the gradients are reduced and before the optimizer step: shares the stop request
+  // and throws AgreedError(kNonFinite) on every rank when the step's loss or gradients are not finite.
+  void agree_on_step(double step_loss);
+  [[noreturn]] void throw_diverged(std::int64_t step, const std::string& what) const;
+  bool stop_requested();         // what agree_on_step found: any rank's request stops all
   void end_epoch(const EpochTimes& times);
   std::string metrics_line(const EpochTimes& times, double test_loss, double test_acc, bool evaluated);
+  struct BestVerdict {
+    bool improved = false, stop = false;
+  };
+  BestVerdict judge_epoch();     // collective: rank 0's --keep-best / --early-stop verdict on the epoch
   void save_checkpoint();        // collective; rank 0 writes
   void save_epoch_checkpoint();  // at an epoch's end, stored as the start of the next epoch
   // --no-sync-bn: the ranks' running statistics averaged (before checkpoints and evaluation).
@@ -95,6 +108,9 @@ class Trainer {
   RunPosition pos_;
   TrainSummary summary_;
   bool resumed_ = false;
+  bool stop_agreed_ = false;
+  bool early_stopped_ = false;
+  std::optional<BestTracker> best_;
   std::int64_t last_checkpoint_step_ = -1;
   nn::Tensor staging_, dlogits_;
   data::Batch batch_;

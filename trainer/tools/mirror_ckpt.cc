@@ -1,5 +1,6 @@
 // mirror_ckpt.cc — `mirror-ckpt`: look into checkpoints without training.
-//   list DIR          step, epoch, last metrics, size, valid or not (with the reason)
+//   list DIR          step, epoch, last metrics, size, valid or not (with the reason); the checkpoint that
+//                     best.h5 (--keep-best) holds is marked "best", and best.h5 listed itself
 //   inspect FILE      header, configuration, tensors with shapes and norms
 //   verify FILE       every checksum; exit 1 when corrupt
 //   diff A B [--tol]  max |a - b| per tensor; exit 0 when all <= tol, 1 otherwise
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "mirror/error.h"
@@ -20,17 +22,32 @@ using namespace mirror::train;
 
 int list_command(const std::string& dir) {
   const auto entries = list_checkpoints(dir, true);
-  if (entries.empty()) {
+  // best.h5 (trainer --keep-best): the step it holds marks its ckpt-*.h5, when that is still there.
+  const std::string best_path = (std::filesystem::path(dir) / "best.h5").string();
+  std::int64_t best_step = -1;
+  std::string best_problem;
+  if (std::filesystem::exists(best_path)) {
+    try {
+      best_step = read_checkpoint(best_path).step;
+    } catch (const mirror::Error& e) {
+      best_problem = e.message();
+    }
+  }
+  if (entries.empty() && best_step < 0 && best_problem.empty()) {
     std::cout << "no checkpoints (ckpt-*.h5) in " << dir << "\n";
     return 0;
   }
   std::printf("%-22s %10s %6s %10s  %-7s %s\n", "file", "step", "epoch", "bytes", "status", "last metrics / problem");
   for (const auto& e : entries) {
     const std::string name = e.path.substr(e.path.find_last_of('/') + 1);
+    const char* status = !e.valid ? "CORRUPT" : e.step == best_step ? "best" : "valid";
     std::printf("%-22s %10lld %6lld %10ju  %-7s %s\n", name.c_str(), static_cast<long long>(e.step),
-                static_cast<long long>(e.epoch), e.bytes, e.valid ? "valid" : "CORRUPT",
-                e.valid ? e.last_metrics.c_str() : e.problem.c_str());
+                static_cast<long long>(e.epoch), e.bytes, status, e.valid ? e.last_metrics.c_str() : e.problem.c_str());
   }
+  if (best_step >= 0)
+    std::printf("%-22s %10lld  (the best checkpoint, kept by --keep-best)\n", "best.h5", static_cast<long long>(best_step));
+  else if (!best_problem.empty())
+    std::printf("%-22s %10s  CORRUPT %s\n", "best.h5", "-", best_problem.c_str());
   return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/runtime.h"
@@ -15,6 +17,7 @@
 #include "mirror/train/checkpoint.h"
 #include "mirror/nn/device.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/setup_agreement.h"
 #include "mirror/nn/model.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/train/cli_checks.h"
@@ -29,11 +32,19 @@ struct EvalOptions {
   std::int64_t batch_size = 256;
   int blas_threads = 1;
   double timeout_s = 300;
+  bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
   bool check_collectives = true;
 };
 
-// A directory means its newest checkpoint that verifies.
-std::string resolve_checkpoint(const std::string& path) {
+// A directory means its newest checkpoint that verifies, or with --best its best.h5 (trainer --keep-best).
+std::string resolve_checkpoint(const std::string& path, bool best) {
+  if (best) {
+    MIRROR_CHECK(std::filesystem::is_directory(path), kInvalidArgument,
+                 "--best takes a checkpoint directory (it reads DIR/best.h5), got " << path);
+    const std::string file = (std::filesystem::path(path) / "best.h5").string();
+    MIRROR_CHECK(std::filesystem::exists(file), kIo, "no best.h5 in " << path << "; train with --keep-best METRIC");
+    return file;
+  }
   if (!std::filesystem::is_directory(path)) return path;
   std::vector<std::string> skipped;
   auto latest = train::latest_valid_checkpoint(path, &skipped);
@@ -64,17 +75,25 @@ int run(const EvalOptions& o, int rank) {
   comm_options.check_consistency = o.check_collectives;
   auto control = coll::make_communicator(comm_options);
 
-  // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on.
-  const std::string path = resolve_checkpoint(o.checkpoint);
-  const train::CheckpointState state = train::read_checkpoint(path);
-  const data::Dataset dataset = data::Dataset::open(o.data);
-  const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-  const auto built = nn::build_model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
-  nn::Model& model = *built;
-  model.params_from_host(checked_values(path, "parameters", state.params, model.parameters(), model.num_parameters()));
-  model.buffers_from_host(checked_values(path, "buffer values", state.buffers, model.buffers(),
-                                         model.num_buffer_values()));
-  train::check_dataset_fits(model, dataset);
+  // Every rank reads the checkpoint itself (read-only, small next to the data): no broadcast to wait on. What
+  // every rank finds wrong here ends the job with one error line and exit code 3 (setup_agreement.h).
+  std::string path;
+  train::CheckpointState state;
+  std::optional<data::Dataset> dataset_holder;
+  std::unique_ptr<nn::Model> model_holder;
+  train::run_agreed_setup(*control, [&] {
+    path = resolve_checkpoint(o.checkpoint, o.best);
+    state = train::read_checkpoint(path);
+    dataset_holder.emplace(data::Dataset::open(o.data));
+    const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
+    model_holder = nn::build_model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
+    nn::Model& m = *model_holder;
+    m.params_from_host(checked_values(path, "parameters", state.params, m.parameters(), m.num_parameters()));
+    m.buffers_from_host(checked_values(path, "buffer values", state.buffers, m.buffers(), m.num_buffer_values()));
+    train::check_dataset_fits(m, *dataset_holder);
+  });
+  const data::Dataset& dataset = *dataset_holder;
+  nn::Model& model = *model_holder;
 
   // Predictions: each rank writes its rows to a part file; rank 0 joins them in rank (= sample) order.
   std::ofstream part;
@@ -146,6 +165,7 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint", o.checkpoint, "checkpoint file, or a directory (its newest valid checkpoint)")
         ->required();
     app.add_option("--data", o.data, "HDF5 dataset (made by mirror-data)")->required();
+    app.add_flag("--best", o.best, "with a directory: its best.h5 (trainer --keep-best) instead of the newest");
     cli::install_sentence_errors(app);
     app.add_option("--split", o.split, "split to evaluate")->check(CLI::IsMember({"test", "train"}))
         ->capture_default_str();

@@ -8,9 +8,11 @@
 #include <iostream>
 
 #include "mirror/coll/communicator.h"
+#include "mirror/agreed_error.h"
 #include "mirror/coll/runtime.h"
 #include "mirror/train/config.h"
 #include "mirror/nn/device.h"
+#include "mirror/train/setup_agreement.h"
 #include "mirror/train/training.h"
 #include "mpi_main.h"
 
@@ -38,7 +40,7 @@ int main(int argc, char** argv) {
       train::validate(config, world);  // the same verdict on every rank: rank 0 says it, all return 2
     } catch (const Error& e) {
       if (rank == 0) std::cerr << "error: " << e.message() << "\nRun with --help for the flags.\n";
-      return 2;
+      return exit_code::kUsage;
     }
     if (config.progress == train::Toggle::kAuto)
       config.progress = output_is_terminal() ? train::Toggle::kOn : train::Toggle::kOff;
@@ -53,8 +55,9 @@ int main(int argc, char** argv) {
     options.check_consistency = config.check_collectives;
     auto control = coll::make_communicator(options);
     std::unique_ptr<coll::Communicator> nccl;
-    // The device first: "--device cuda" without a GPU is reported as such, not as a missing NCCL.
-    const nn::Device device = nn::resolve_device(config.device, local_rank, config.blas_threads);
+    // The device first: "--device cuda" without a GPU is reported as such (once, exit 3), not as a missing NCCL.
+    nn::Device device;
+    train::run_agreed_setup(*control, [&] { device = nn::resolve_device(config.device, local_rank, config.blas_threads); });
     if (config.backend == train::BackendChoice::kNccl ||
         (config.backend == train::BackendChoice::kAuto && device.is_cuda())) {
       options.backend = coll::parse_backend("nccl");
@@ -69,6 +72,6 @@ int main(int argc, char** argv) {
     const train::TrainSummary summary = train::train(config, ctx);
     if (summary.stopped_early && rank == 0)
       std::cout << "stopped by signal at step " << summary.steps << "; resume with --resume auto" << std::endl;
-    return summary.stopped_early ? 143 : 0;
+    return summary.stopped_early ? exit_code::kStopped : exit_code::kOk;
   });
 }

@@ -1,4 +1,4 @@
-// schedule.cc — mirror/nn/schedule.h: warmup + constant / cosine / step decay; linear scaling rule.
+// schedule.cc — mirror/nn/schedule.h: warmup + constant / cosine / step / milestone decay; linear scaling rule.
 #include "mirror/nn/schedule.h"
 
 #include <algorithm>
@@ -13,7 +13,9 @@ DecayKind parse_decay_kind(std::string_view name) {
   if (name == "constant") return DecayKind::kConstant;
   if (name == "cosine") return DecayKind::kCosine;
   if (name == "step") return DecayKind::kStep;
-  MIRROR_THROW(kInvalidArgument, "learning-rate schedule '" << name << "' is not one of constant, cosine, step");
+  if (name == "milestones") return DecayKind::kMilestones;
+  MIRROR_THROW(kInvalidArgument,
+               "learning-rate schedule '" << name << "' is not one of constant, cosine, step, milestones");
 }
 
 const char* to_string(DecayKind kind) {
@@ -21,6 +23,7 @@ const char* to_string(DecayKind kind) {
     case DecayKind::kConstant: return "constant";
     case DecayKind::kCosine: return "cosine";
     case DecayKind::kStep: return "step";
+    case DecayKind::kMilestones: return "milestones";
   }
   return "?";
 }
@@ -38,6 +41,13 @@ LrSchedule::LrSchedule(const ScheduleOptions& o) : options_(o) {
   if (o.decay == DecayKind::kStep) {
     MIRROR_CHECK(o.step_every > 0, kInvalidArgument, "step decay period must be > 0 steps, got " << o.step_every);
     MIRROR_CHECK(o.gamma > 0.0f && o.gamma <= 1.0f, kInvalidArgument, "step decay gamma must be in (0, 1], got " << o.gamma);
+  }
+  if (o.decay == DecayKind::kMilestones) {
+    MIRROR_CHECK(!o.milestones.empty(), kInvalidArgument, "milestone schedule needs at least one milestone");
+    for (std::size_t i = 0; i < o.milestones.size(); ++i)
+      MIRROR_CHECK(o.milestones[i] > (i ? o.milestones[i - 1] : 0), kInvalidArgument,
+                   "milestones must be > 0 and strictly ascending, got " << o.milestones[i] << " at position " << i);
+    MIRROR_CHECK(o.gamma > 0.0f && o.gamma <= 1.0f, kInvalidArgument, "milestone gamma must be in (0, 1], got " << o.gamma);
   }
 }
 
@@ -58,6 +68,10 @@ float LrSchedule::lr_at(std::int64_t step) const {
     }
     case DecayKind::kStep:
       return static_cast<float>(base * std::pow(static_cast<double>(o.gamma), static_cast<double>(s / o.step_every)));
+    case DecayKind::kMilestones: {
+      const auto passed = std::upper_bound(o.milestones.begin(), o.milestones.end(), step) - o.milestones.begin();
+      return static_cast<float>(base * std::pow(static_cast<double>(o.gamma), static_cast<double>(passed)));
+    }
   }
   return o.base_lr;
 }

@@ -37,7 +37,8 @@ struct SupervisionResult {
 };
 
 // Starts attempt 0, 1, ... with command_for_attempt(attempt) (argv[0] an executable path), restarting after
-// a failure up to max_restarts times. Lines for the user go to `log`. Installs no handlers for good: the
+// a failure up to max_restarts times — except after exit code 5 (mirror::exit_code::kNonFinite: the training
+// diverged, and a restart would only repeat it). Lines for the user go to `log`. Installs no handlers for good: the
 // signals are blocked only while it runs. Throws mirror::Error(kInternal) when fork() fails.
 SupervisionResult supervise(const std::function<std::vector<std::string>(int attempt)>& command_for_attempt,
                             const SupervisorOptions& options, std::ostream& log);

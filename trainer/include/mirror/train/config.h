@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/data/train_loader.h"
@@ -21,6 +22,8 @@ namespace mirror::train {
 enum class Toggle { kAuto, kOn, kOff };
 // Which communicator carries the gradients (--backend): auto is nccl on CUDA, host on the CPU.
 enum class BackendChoice { kAuto, kHost, kNccl };
+// --keep-best's metric (test_acc and train_acc: higher is better; the losses: lower is better).
+enum class BestMetric { kNone, kTestAcc, kTestLoss, kTrainLoss, kTrainAcc };
 // --scale-lr: none, or the linear scaling rule.
 enum class LrScaling { kNone, kLinear };
 
@@ -44,6 +47,10 @@ struct TrainConfig {
   data::Sharding sharding = data::Sharding::kIndex;
   bool in_memory = true;            // load this rank's working set into memory when it fits
   int prefetch = 2;                 // batches prepared ahead by the loader thread (0 = none)
+  // Augmentation of training images in the loader (data::AugmentOptions): --random-crop P pads P pixels and
+  // crops back at a random offset, --hflip flips half of them; keyed by (seed, epoch, sample).
+  std::int64_t random_crop = 0;
+  bool hflip = false;
   // Model and device.
   std::string model = "mlp:512,256";
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
@@ -66,7 +73,8 @@ struct TrainConfig {
   std::int64_t warmup_steps = 0;
   nn::DecayKind decay = nn::DecayKind::kConstant;  // --decay none | cosine | step
   std::int64_t decay_step_size = 0; // step decay: multiply by gamma every this many steps
-  double gamma = 0.1;
+  double gamma = 0.1;               // step decay and milestone factor
+  std::vector<std::int64_t> lr_milestones;  // --lr-milestones 3,7: lr x gamma^k from the k-th epoch listed
   double min_lr = 0.0;              // cosine floor
   LrScaling scale_lr = LrScaling::kNone;  // linear: lr * global batch / reference batch
   std::int64_t reference_batch = 64;
@@ -88,6 +96,10 @@ struct TrainConfig {
   std::string checkpoint_dir;
   std::int64_t checkpoint_every_steps = 0;  // --checkpoint-every N steps; 0: "epoch" (at every epoch's end)
   int keep = 3;
+  // The best checkpoint so far by this metric is kept as best.h5 in checkpoint_dir (besides --keep).
+  BestMetric keep_best = BestMetric::kNone;
+  std::int64_t early_stop = 0;      // stop after this many evaluations without improvement (0: never)
+  double min_delta = 0.0;           // an improvement must exceed this
   ResumeFrom resume;                // --resume auto | PATH
   int eval_every = 1;               // epochs; 0 = never
   std::string metrics;              // JSONL file written by rank 0

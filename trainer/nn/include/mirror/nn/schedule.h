@@ -1,16 +1,18 @@
 // mirror/nn/schedule.h — learning rate as a function of the optimizer step: linear warmup from
 // base_lr/warmup to base_lr over warmup_steps, then constant, cosine (to min_lr at total_steps) or step
-// decay (× gamma every step_every steps); and the linear scaling rule (Goyal et al. 2017).
+// decay (× gamma every step_every steps), or piecewise constant (× gamma at each milestone step: the
+// trainer's --lr-milestones in epochs); and the linear scaling rule (Goyal et al. 2017).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace mirror::nn {
 
-enum class DecayKind { kConstant, kCosine, kStep };
+enum class DecayKind { kConstant, kCosine, kStep, kMilestones };
 
-// "constant" | "cosine" | "step" (kInvalidArgument otherwise, naming the string).
+// "constant" | "cosine" | "step" | "milestones" (kInvalidArgument otherwise, naming the string).
 DecayKind parse_decay_kind(std::string_view name);
 const char* to_string(DecayKind kind);
 
@@ -21,7 +23,8 @@ struct ScheduleOptions {
   std::int64_t total_steps = 0;  // cosine: lr reaches min_lr at this step (and stays there)
   float min_lr = 0.0f;           // cosine
   std::int64_t step_every = 0;   // step decay: period in steps (> 0)
-  float gamma = 0.1f;            // step decay factor
+  float gamma = 0.1f;            // step and milestone decay factor
+  std::vector<std::int64_t> milestones;  // milestones: steps (ascending, > 0) from which lr is × gamma more
 };
 
 class LrSchedule {
@@ -36,6 +39,7 @@ class LrSchedule {
   //   constant: base_lr
   //   cosine:   min_lr + (base_lr - min_lr) * (1 + cos(pi * min(s, T) / T)) / 2,  T = total_steps - warmup
   //   step:     base_lr * gamma ^ floor(s / step_every)
+  //   milestones: base_lr * gamma ^ k, k = the number of milestones <= step (the step itself, not s)
   float lr_at(std::int64_t step) const;
   const ScheduleOptions& options() const { return options_; }
 
