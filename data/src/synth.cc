@@ -1,4 +1,5 @@
-// synth.cc — write_synthetic: Gaussian-cluster classification data of any size, deterministic per seed.
+// synth.cc — write_synthetic: Gaussian-cluster classification data of any size and sample shape (flat
+// features or images [H, W] / [C, H, W]), deterministic per seed.
 #include <cmath>
 
 #include "mirror/data/convert.h"
@@ -16,9 +17,30 @@ double normal(Rng& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * rng.uniform());
 }
 
+// The sample shape: `shape` when given (2 or 3 positive dimensions), else {features}.
+std::vector<int64_t> sample_shape(const SynthOptions& s) {
+  if (s.shape.empty()) return {s.features};
+  MIRROR_CHECK(s.shape.size() == 2 || s.shape.size() == 3, kInvalidArgument,
+               "synthetic --shape takes H,W or C,H,W, got " << s.shape.size() << " dimension(s)");
+  int64_t product = 1;
+  for (int64_t d : s.shape) {
+    MIRROR_CHECK(d >= 1 && d <= (1 << 16), kInvalidArgument,
+                 "synthetic --shape dimensions must be in 1..65536, got " << d);
+    product *= d;
+  }
+  MIRROR_CHECK(s.features == 0 || s.features == product, kInvalidArgument,
+               "synthetic --features " << s.features << " does not match --shape (" << product
+               << " values per sample): give one of them");
+  return s.shape;
+}
+
 }  // namespace
 
-std::vector<std::string> write_synthetic(const std::string& out, const SynthOptions& s, const WriteOptions& options) {
+std::vector<std::string> write_synthetic(const std::string& out, const SynthOptions& given, const WriteOptions& options) {
+  SynthOptions s = given;
+  const std::vector<int64_t> shape = sample_shape(s);
+  s.features = 1;
+  for (int64_t d : shape) s.features *= d;
   MIRROR_CHECK(s.train >= 1 && s.test >= 1, kInvalidArgument,
                "synthetic data needs --train >= 1 and --test >= 1, got " << s.train << " and " << s.test);
   MIRROR_CHECK(s.features >= 1 && s.classes >= 2, kInvalidArgument,
@@ -30,7 +52,7 @@ std::vector<std::string> write_synthetic(const std::string& out, const SynthOpti
   for (float& c : centres) c = static_cast<float>(normal(centre_rng));
   DatasetHeader header;
   header.num_classes = s.classes;
-  header.sample_shape = {s.features};
+  header.sample_shape = shape;
   header.x_dtype = DType::kFloat32;
   DatasetWriter writer(out, header, s.train, s.test, options);
   constexpr int64_t kBlock = 4096;

@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
   sy->add_option("--out", out, "Output file")->required();
   sy->add_option("--train", synth.train, "Training samples")->capture_default_str()->check(mirror::cli::positive_integer());
   sy->add_option("--test", synth.test, "Test samples")->capture_default_str()->check(mirror::cli::positive_integer());
-  sy->add_option("--features", synth.features, "Features per sample")->capture_default_str()->check(mirror::cli::positive_integer());
+  sy->add_option("--features", synth.features, "Features per sample (flat samples)")->capture_default_str()->check(mirror::cli::positive_integer());
+  sy->add_option("--shape", synth.shape, "Image-shaped samples instead: H,W or C,H,W (e.g. 1,12,12); a learnable "
+                                         "pixel pattern per class")->delimiter(',')->expected(2, 3);
   sy->add_option("--classes", synth.classes, "Number of classes (>= 2)")->capture_default_str()->check(mirror::cli::integer_in(2, 1 << 20));
   sy->add_option("--seed", synth.seed, "Random seed")->capture_default_str();
   sy->add_option("--spread", synth.spread, "Noise standard deviation per feature")->capture_default_str();
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     if (*fm) {
       for (const auto& f : mirror::data::convert_fashion_mnist(src, out, fm_write)) std::printf("wrote %s\n", f.c_str());
     } else if (*sy) {
+      if (!synth.shape.empty() && sy->count("--features") == 0) synth.features = 0;  // from the shape
       for (const auto& f : mirror::data::write_synthetic(out, synth, synth_write)) std::printf("wrote %s\n", f.c_str());
     } else if (import_cmd.chosen()) {
       import_cmd.run();

@@ -178,5 +178,60 @@ TEST(Synthetic, IsDeterministicAndLabelled) {
   EXPECT_GT(right, 200);
 }
 
+// --shape C,H,W: image-shaped samples, the dataset's sample_shape says so, and the values are the flat
+// generator's laid out in C, H, W order (same seed, same features: identical rows).
+TEST(Synthetic, WritesImageShapedSamples) {
+  test::TempDir dir;
+  SynthOptions flat;
+  flat.train = 40;
+  flat.test = 10;
+  flat.features = 2 * 3 * 5;
+  flat.classes = 3;
+  flat.seed = 4;
+  SynthOptions image = flat;
+  image.features = 0;
+  image.shape = {2, 3, 5};
+  write_synthetic(dir.file("flat.h5"), flat);
+  write_synthetic(dir.file("image.h5"), image);
+  const Dataset d = Dataset::open(dir.file("image.h5"));
+  EXPECT_EQ(d.info().sample_shape, (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_EQ(d.info().features, 30);
+  EvalLoader ei(d, "train", 1, 0, 40), ef(Dataset::open(dir.file("flat.h5")), "train", 1, 0, 40);
+  Batch bi, bf;
+  ASSERT_TRUE(ei.next(bi));
+  ASSERT_TRUE(ef.next(bf));
+  EXPECT_EQ(bi.x, bf.x);
+  EXPECT_EQ(bi.y, bf.y);
+  image.shape = {12, 12};
+  write_synthetic(dir.file("hw.h5"), image);
+  EXPECT_EQ(Dataset::open(dir.file("hw.h5")).info().sample_shape, (std::vector<int64_t>{12, 12}));
+}
+
+TEST(Synthetic, RefusesBadShapes) {
+  test::TempDir dir;
+  SynthOptions s;
+  s.train = 10;
+  s.test = 5;
+  s.features = 0;
+  for (const auto& [shape, what] : std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{12}, "takes H,W or C,H,W"}, {{1, 2, 3, 4}, "takes H,W or C,H,W"}, {{1, 0, 4}, "must be in 1..65536"}}) {
+    s.shape = shape;
+    try {
+      write_synthetic(dir.file("bad.h5"), s);
+      ADD_FAILURE() << "no error for shape of " << shape.size() << " dimension(s)";
+    } catch (const Error& e) {
+      EXPECT_NE(e.message().find(what), std::string::npos) << e.message();
+    }
+  }
+  s.shape = {1, 4, 4};
+  s.features = 20;
+  try {
+    write_synthetic(dir.file("bad.h5"), s);
+    ADD_FAILURE() << "no error for --features 20 with --shape 1,4,4";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("does not match --shape (16 values per sample)"), std::string::npos) << e.message();
+  }
+}
+
 }  // namespace
 }  // namespace mirror::data

@@ -3,7 +3,7 @@
 // through the same mask), Residual (forward = body + shortcut computed by hand; gradients against central
 // finite differences; gradients reported once each in decreasing order), JSON model files and built-ins
 // (errors naming the layer and the shape that does not fit, typos, unknown and not-yet-built types), and
-// the layer table.
+// the layer table; which parameters are exempt from weight decay (BatchNorm's, nested ones too, and biases).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model_build.h"
+#include "mirror/nn/weight_decay.h"
 #include "reference.h"
 
 namespace mirror::nn {
@@ -258,6 +259,42 @@ TEST(ModelFiles, BuiltinsRoundTripAndMlpMatchesItsSpec) {
   const std::string table = layer_table(*from_json);
   EXPECT_NE(table.find("fc1 (linear)"), std::string::npos) << table;
   EXPECT_NE(table.find("total: " + std::to_string(from_json->num_parameters()) + " parameters"), std::string::npos) << table;
+}
+
+// BatchNorm's weight and bias (also inside a residual block) and every bias are exempt from weight decay;
+// convolution and linear weights are not. Ranges are the exempt parameters' offsets, neighbours merged.
+TEST(WeightDecay, BatchNormAndBiasesAreExempt) {
+  auto model = build_model(ModelDescription::parse(R"({"layers": [
+    {"type": "conv2d", "name": "c", "out_channels": 3, "kernel": 3, "padding": 1, "bias": true},
+    {"type": "batchnorm2d", "name": "bn"}, {"type": "relu"},
+    {"type": "residual", "name": "blk", "body": [
+      {"type": "conv2d", "name": "conv", "out_channels": 3, "kernel": 3, "padding": 1, "bias": false},
+      {"type": "batchnorm2d", "name": "bn"}], "shortcut": []},
+    {"type": "flatten"}, {"type": "linear", "name": "fc", "out_features": "classes"}]})", "test"),
+                           {1, 4, 4}, 3, Device{});
+  const std::set<std::string> expected = {"c.bias", "bn.weight", "bn.bias", "blk.body.bn.weight", "blk.body.bn.bias",
+                                          "fc.bias"};
+  std::set<std::string> exempt, names;
+  std::vector<bool> element_exempt(static_cast<std::size_t>(model->num_parameters()), false);
+  for (const ParamInfo& p : model->parameters()) {
+    names.insert(p.name);
+    if (decay_exempt(p)) exempt.insert(p.name);
+    if (expected.count(p.name))
+      for (std::int64_t i = p.offset; i < p.offset + p.numel; ++i) element_exempt[static_cast<std::size_t>(i)] = true;
+  }
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(exempt, expected);
+  std::vector<bool> covered(element_exempt.size(), false);
+  std::int64_t last_end = -1;
+  for (const Optimizer::Range& r : decay_exempt_ranges(model->parameters())) {
+    EXPECT_GT(r.begin, last_end) << "ranges are sorted, disjoint and merged";
+    last_end = r.end;
+    for (std::int64_t i = r.begin; i < r.end; ++i) covered[static_cast<std::size_t>(i)] = true;
+  }
+  EXPECT_EQ(covered, element_exempt);
+  // c.bias, bn.weight, bn.bias are neighbours: one range (conv weight 27, then 3 + 3 + 3).
+  EXPECT_EQ(decay_exempt_ranges(model->parameters()).front().begin, 27);
+  EXPECT_EQ(decay_exempt_ranges(model->parameters()).front().end, 36);
 }
 
 }  // namespace

@@ -195,6 +195,9 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
   app.add_flag("--nesterov", c.nesterov, "Nesterov momentum")->group("Optimizer");
   app.add_option("--weight-decay", c.weight_decay, "weight decay (decoupled for adamw)")
       ->check(cli::non_negative_number())->group("Optimizer");
+  app.add_flag("--decay-bn-and-bias", c.decay_bn_and_bias,
+               "weight decay on BatchNorm's weight/bias and on biases too (default: on the other parameters only)")
+      ->group("Optimizer");
   app.add_option("--beta1", c.beta1, "AdamW beta1")->check(cli::probability())->group("Optimizer");
   app.add_option("--beta2", c.beta2, "AdamW beta2")->check(cli::probability())->group("Optimizer");
   app.add_option("--eps", c.eps, "AdamW epsilon")->check(cli::positive_number())->group("Optimizer");
@@ -350,6 +353,7 @@ std::string to_json(const TrainConfig& c) {
   j["momentum"] = c.momentum;
   j["nesterov"] = c.nesterov;
   j["weight_decay"] = c.weight_decay;
+  j["decay_bn_and_bias"] = c.decay_bn_and_bias;
   j["beta1"] = c.beta1;
   j["beta2"] = c.beta2;
   j["eps"] = c.eps;

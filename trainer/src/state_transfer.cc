@@ -1,6 +1,7 @@
 // state_transfer.cc — initial parameter broadcast, checkpoint capture, resume with compatibility checks.
 #include "state_transfer.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -27,17 +28,48 @@ bool same_sample_shape(const CheckpointState& s, const nn::Model& model) {
   return nn::Shape(s.sample_shape) == model.input_sample_shape();
 }
 
+// Where two canonical model descriptions (JSON, format 2) first differ: "layer 4 ('pool1'): {...} in the
+// checkpoint, {...} in this run"; empty when they are the same model (or one is not JSON: a version-1 spec).
+std::string model_difference(const std::string& stored, const std::string& built) {
+  if (stored == built) return "";
+  const auto a = nlohmann::json::parse(stored, nullptr, false), b = nlohmann::json::parse(built, nullptr, false);
+  if (a.is_discarded() || b.is_discarded() || !a.contains("layers") || !b.contains("layers")) return "";
+  const auto &la = a["layers"], &lb = b["layers"];
+  for (std::size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+    const nlohmann::json none = "(none)";
+    const auto& x = i < la.size() ? la[i] : none;
+    const auto& y = i < lb.size() ? lb[i] : none;
+    if (x == y) continue;
+    const auto& named = x.is_object() ? x : y;
+    return "layer " + std::to_string(i + 1) + " ('" + named.value("name", std::string("?")) + "') is " + x.dump() +
+           " in the checkpoint but " + y.dump() + " in this run";
+  }
+  return a.dump() == b.dump() ? "" : "their settings outside the layer list differ";
+}
+
+// A model description for a message: whole when short, else its first 100 characters and "...".
+std::string shortened(const std::string& description) {
+  return description.size() <= 120 ? description : description.substr(0, 100) + "...";
+}
+
 // Throws kInvalidArgument when the checkpoint's model or optimizer differs from this run's.
 void check_compatible(const std::string& path, const CheckpointState& s, const nn::Model& model,
                       const nn::Optimizer& optimizer) {
   const bool same = same_sample_shape(s, model) && s.num_classes == model.num_classes() &&
                     same_layout(s.params, model.parameters()) && same_layout(s.buffers, model.buffers());
+  const std::string difference = s.format_version >= 2 ? model_difference(s.model_description, model.description()) : "";
   MIRROR_CHECK(same, kInvalidArgument,
-               "checkpoint " << path << " holds model '" << s.model_description << "' for samples of shape "
+               "checkpoint " << path << " holds model '" << shortened(s.model_description) << "' for samples of shape "
                              << nn::to_string(s.sample_shape) << " and " << s.num_classes
-                             << " classes, but this run builds '" << model.description() << "' for samples of shape "
-                             << nn::to_string(model.input_sample_shape()) << " and " << model.num_classes()
-                             << " classes; pass the same --model and --data, or use another --checkpoint-dir");
+                             << " classes, but this run builds '" << shortened(model.description())
+                             << "' for samples of shape " << nn::to_string(model.input_sample_shape()) << " and "
+                             << model.num_classes() << " classes"
+                             << (difference.empty() ? "" : " (first difference: " + difference + ")")
+                             << "; pass the same --model and --data, or use another --checkpoint-dir");
+  // The same parameters do not make the same model (max- against average-pooling, another dropout rate).
+  MIRROR_CHECK(difference.empty(), kInvalidArgument,
+               "checkpoint " << path << " holds another model than this run builds (the same parameters, but "
+                             << difference << "); pass the --model it was trained with, or use another --checkpoint-dir");
   MIRROR_CHECK(s.optimizer_kind == to_string(optimizer.options().kind), kInvalidArgument,
                "checkpoint " << path << " was written with --optimizer " << s.optimizer_kind << ", this run uses "
                              << to_string(optimizer.options().kind));

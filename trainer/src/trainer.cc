@@ -21,6 +21,7 @@
 #include "mirror/nn/device.h"
 #include "mirror/nn/finite.h"
 #include "mirror/nn/model_build.h"
+#include "mirror/nn/weight_decay.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/evaluate.h"
 #include "mirror/train/setup_agreement.h"
@@ -170,6 +171,7 @@ void Trainer::setup_shared_memory() {
 
 void Trainer::setup_data_and_optimizer() {
   optimizer_ = nn::Optimizer::create(optimizer_options(config_), model_->num_parameters(), device_);
+  if (!config_.decay_bn_and_bias) optimizer_->set_decay_exempt(nn::decay_exempt_ranges(model_->parameters()));
   const data::DatasetInfo& info = dataset_->info();
   data::SamplerOptions sampler{config_.seed, world_, rank_, config_.batch_size, info.train_size};
   data::LoaderOptions loader_options;
@@ -245,10 +247,22 @@ void Trainer::print_banner() const {
     << (accum_ > 1 ? " x " + std::to_string(accum_) + " accumulation steps" : "") << "; " << steps_per_epoch_
     << " steps per epoch, " << config_.epochs << " epochs, lr "
     << schedule_->lr_at(std::min<std::int64_t>(pos_.step, total_steps_ - 1)) << "\n";
+  if (config_.weight_decay > 0) o << "  " << weight_decay_line() << "\n";
   if (resumed_)
     o << "  resumed from " << summary_.last_checkpoint << " at step " << pos_.step << " (epoch " << pos_.epoch + 1
       << ", micro-batch " << pos_.micro << ")\n";
   o.flush();
+}
+
+// "weight decay 0.01 on 93120 of 93284 parameters (BatchNorm weight/bias and biases exempt)".
+std::string Trainer::weight_decay_line() const {
+  std::int64_t exempt = 0;
+  for (const auto& r : optimizer_->decay_exempt()) exempt += r.end - r.begin;
+  std::ostringstream o;
+  o << "weight decay " << config_.weight_decay << " on " << model_->num_parameters() - exempt << " of "
+    << model_->num_parameters() << " parameters"
+    << (config_.decay_bn_and_bias ? " (--decay-bn-and-bias)" : " (BatchNorm weight/bias and biases exempt)");
+  return o.str();
 }
 
 void Trainer::prepare_outputs() {

@@ -56,6 +56,7 @@ class Trainer {
   void setup_gradient_sync();
   void setup_telemetry();        // TensorBoard (rank 0) and the timeline: collective (clock offsets)
   void print_banner() const;
+  std::string weight_decay_line() const;  // the banner's weight-decay line
   void prepare_outputs();        // rank 0: metrics and checkpoint directories, stale temporaries
 
   // Training. An epoch ends complete, or stopped (by --max-steps or a stop request) inside it or after its

@@ -65,7 +65,9 @@ Shape BatchNorm2d::output_sample_shape(const Shape& s) const {
   return s;
 }
 
-std::vector<ParamSpec> BatchNorm2d::parameter_specs() const { return {{"weight", {channels_}}, {"bias", {channels_}}}; }
+std::vector<ParamSpec> BatchNorm2d::parameter_specs() const {
+  return {{"weight", {channels_}, true}, {"bias", {channels_}, true}};
+}
 
 void BatchNorm2d::bind_parameters(std::span<const ParamBinding> bindings) {
   MIRROR_CHECK(bindings.size() == 2, kInternal, "batchnorm2d expects 2 parameter bindings, got " << bindings.size());

@@ -74,7 +74,7 @@ void Model::lay_out() {
     first_param_.push_back(infos_.size());
     for (const ParamSpec& p : layers_[l]->parameter_specs()) {
       const std::int64_t n = shape_numel(p.shape);
-      infos_.push_back({layer_names_[l] + "." + p.name, p.shape, total_, n});
+      infos_.push_back({layer_names_[l] + "." + p.name, p.shape, total_, n, p.normalization});
       total_ += n;
     }
   }

@@ -2,6 +2,7 @@
 // update rules (SGD and AdamW) as thin classes over ops::sgd_update / ops::adamw_update.
 #include "mirror/nn/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "mirror/error.h"
@@ -35,10 +36,11 @@ class Sgd final : public Optimizer {
   Sgd(const OptimizerOptions& o, std::int64_t numel, Device device)
       : Optimizer(o, numel, device, o.momentum > 0.0f ? std::vector<std::string>{"momentum"}
                                                       : std::vector<std::string>{}) {}
-  void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) override {
+  void update(float* params, const float* grads, float lr, float weight_decay, std::int64_t begin,
+              std::int64_t end) override {
     float* buf = options_.momentum > 0.0f ? state(0) + begin : nullptr;
-    ops::sgd_update(device_, end - begin, params + begin, grads + begin, buf, lr, options_.momentum,
-                    options_.weight_decay, options_.nesterov);
+    ops::sgd_update(device_, end - begin, params + begin, grads + begin, buf, lr, options_.momentum, weight_decay,
+                    options_.nesterov);
   }
 };
 
@@ -46,12 +48,13 @@ class AdamW final : public Optimizer {
  public:
   AdamW(const OptimizerOptions& o, std::int64_t numel, Device device)
       : Optimizer(o, numel, device, {"exp_avg", "exp_avg_sq"}) {}
-  void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) override {
+  void update(float* params, const float* grads, float lr, float weight_decay, std::int64_t begin,
+              std::int64_t end) override {
     const double t = static_cast<double>(steps_ + 1);
     const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta1), t));
     const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(options_.beta2), t));
     ops::adamw_update(device_, end - begin, params + begin, grads + begin, state(0) + begin, state(1) + begin, lr,
-                      options_.beta1, options_.beta2, options_.eps, options_.weight_decay, bc1, bc2);
+                      options_.beta1, options_.beta2, options_.eps, weight_decay, bc1, bc2);
   }
 };
 
@@ -82,9 +85,36 @@ void Optimizer::step(float* params, const float* grads, float lr, std::span<cons
   for (const Range& r : ranges) {
     MIRROR_CHECK(r.begin >= 0 && r.begin <= r.end && r.end <= numel_, kInvalidArgument,
                  "optimizer range [" << r.begin << ", " << r.end << ") is not within [0, " << numel_ << ")");
-    if (r.end > r.begin) update(params, grads, lr, r.begin, r.end);
+    if (r.end > r.begin) update_range(params, grads, lr, r.begin, r.end);
   }
   ++steps_;
+}
+
+// [begin, end) in pieces: the parts inside an exempt range without weight decay, the rest with it.
+void Optimizer::update_range(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) {
+  const float decay = options_.weight_decay;
+  if (decay == 0.0f || exempt_.empty()) return update(params, grads, lr, decay, begin, end);
+  std::int64_t at = begin;
+  for (const Range& x : exempt_) {
+    if (x.end <= at) continue;
+    if (x.begin >= end) break;
+    if (x.begin > at) update(params, grads, lr, decay, at, x.begin);
+    const std::int64_t stop = std::min(x.end, end);
+    update(params, grads, lr, 0.0f, std::max(at, x.begin), stop);
+    at = stop;
+  }
+  if (at < end) update(params, grads, lr, decay, at, end);
+}
+
+void Optimizer::set_decay_exempt(std::vector<Range> ranges) {
+  std::int64_t last_end = 0;
+  for (const Range& r : ranges) {
+    MIRROR_CHECK(r.begin >= last_end && r.begin < r.end && r.end <= numel_, kInvalidArgument,
+                 "weight-decay exemption [" << r.begin << ", " << r.end << ") is empty, out of [0, " << numel_
+                                            << ") or not after the previous one (ending at " << last_end << ")");
+    last_end = r.end;
+  }
+  exempt_ = std::move(ranges);
 }
 
 void Optimizer::set_step_count(std::int64_t steps) {

@@ -85,7 +85,8 @@ Shape Residual::output_sample_shape(const Shape& input_sample_shape) const {
 std::vector<ParamSpec> Residual::parameter_specs() const {
   std::vector<ParamSpec> specs;
   for (const Child* c : children())
-    for (ParamSpec p : c->layer->parameter_specs()) specs.push_back({c->name + "." + p.name, std::move(p.shape)});
+    for (ParamSpec p : c->layer->parameter_specs())
+      specs.push_back({c->name + "." + p.name, std::move(p.shape), p.normalization});
   return specs;
 }
 

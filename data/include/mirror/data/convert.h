@@ -21,12 +21,17 @@ std::vector<std::string> convert_fashion_mnist(const std::string& src_dir, const
 struct SynthOptions {
   int64_t train = 10000, test = 2000;
   int64_t features = 32;
+  // Image-shaped samples ([H, W] or [C, H, W]) instead of flat ones: when set, the dataset's sample_shape
+  // is this and `features` must be 0 or its product.
+  std::vector<int64_t> shape;
   int64_t classes = 10;
   uint64_t seed = 0;
   double spread = 1.0;  // noise standard deviation per feature (centres are standard normal per feature)
 };
 
 // Gaussian clusters: class c has a random centre; samples are centre + noise, float32, labels uniform.
+// With `shape` set, the centre is an image pattern: each element of class c is a standard-normal value
+// (the class's random pixel pattern, in C, H, W order) plus noise, so a CNN can learn it too.
 // Deterministic for a given seed. Returns the files written.
 std::vector<std::string> write_synthetic(const std::string& out, const SynthOptions& synth,
                                          const WriteOptions& options = {});

@@ -68,6 +68,7 @@ struct TrainConfig {
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 0.0;
+  bool decay_bn_and_bias = false;  // false: BatchNorm γ/β and biases take no weight decay (nn/weight_decay.h)
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   // Learning-rate schedule.
   std::int64_t warmup_steps = 0;

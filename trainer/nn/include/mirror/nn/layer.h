@@ -19,10 +19,12 @@ namespace mirror::nn {
 // Whether backward overwrites the gradient buffers or adds to them (gradient accumulation).
 enum class GradMode { kOverwrite, kAccumulate };
 
-// A parameter as a layer declares it: local name ("weight") and shape.
+// A parameter as a layer declares it: local name ("weight") and shape. normalization: the scale or shift
+// of a normalisation layer (BatchNorm's γ, β), which by convention takes no weight decay (weight_decay.h).
 struct ParamSpec {
   std::string name;
   Shape shape;
+  bool normalization = false;
 };
 
 // Where the model put one parameter: value and gradient, both memory of the layer's device.

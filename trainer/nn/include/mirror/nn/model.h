@@ -25,6 +25,7 @@ struct ParamInfo {
   Shape shape;           // [512, 784]
   std::int64_t offset;   // in floats, into params() and grads()
   std::int64_t numel;
+  bool normalization = false;  // a normalisation layer's scale/shift (ParamSpec::normalization)
 };
 // A non-gradient buffer ("bn1.running_mean"), laid out in the flat buffer array like a parameter.
 using BufferInfo = ParamInfo;

@@ -52,6 +52,11 @@ class Optimizer {
     std::int64_t begin = 0, end = 0;
   };
   void step(float* params, const float* grads, float lr, std::span<const Range> ranges);
+  // Elements that take no weight decay (the rest take options().weight_decay): sorted, disjoint ranges
+  // within [0, numel) (kInvalidArgument otherwise), e.g. weight_decay.h's decay_exempt_ranges. Elementwise
+  // like the rules, so a sharded step still equals the whole one bit for bit. Default: none.
+  void set_decay_exempt(std::vector<Range> ranges);
+  const std::vector<Range>& decay_exempt() const { return exempt_; }
 
   const OptimizerOptions& options() const { return options_; }
   std::int64_t numel() const { return numel_; }
@@ -72,8 +77,9 @@ class Optimizer {
  protected:
   Optimizer(const OptimizerOptions& options, std::int64_t numel, Device device, std::vector<std::string> names);
   float* state(std::size_t i) { return states_[i].data(); }
-  // The rule over elements [begin, end), for step count steps_ + 1.
-  virtual void update(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end) = 0;
+  // The rule over elements [begin, end), for step count steps_ + 1, with this weight decay.
+  virtual void update(float* params, const float* grads, float lr, float weight_decay, std::int64_t begin,
+                      std::int64_t end) = 0;
 
   OptimizerOptions options_;
   std::int64_t numel_;
@@ -82,7 +88,9 @@ class Optimizer {
 
  private:
   const Tensor& find(std::string_view name) const;
+  void update_range(float* params, const float* grads, float lr, std::int64_t begin, std::int64_t end);
   std::vector<std::string> names_;
+  std::vector<Range> exempt_;
   std::vector<Tensor> states_;
 };
 
