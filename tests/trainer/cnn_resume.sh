@@ -3,12 +3,13 @@
 # 1x12x12 images, 2 ranks with SyncBN, (1) interrupted mid-epoch and resumed with --resume auto, (2) one rank
 # killed with SIGKILL under mirrorrun --max-restarts; both end bit-identical (--tol 0: parameters, BatchNorm
 # running statistics, optimizer state) to a run that was never interrupted. The running statistics and the
-# dropout masks (keyed by seed, step and sample) are what this adds over resume.sh / restart.sh.
+# dropout masks (keyed by seed, step and sample) and the augmentation (random crop and flip keyed by seed,
+# epoch and sample) are what this adds over resume.sh / restart.sh.
 source "$(dirname "$0")/../scripts/lib.sh"
 "$MIRROR_DATA" synth --out "$TMP/img.h5" --train 960 --test 64 --shape 1,12,12 --classes 4 --seed 3 >/dev/null
 # 960 / (2 x 16) = 30 steps per epoch; 4 epochs, 120 steps.
 common=(--data "$TMP/img.h5" --model cnn-bn --epochs 4 --batch-size 16 --eval-every 1 --progress off --lr 0.01
-        --checkpoint-every 20 --keep 0 --seed 3)
+        --checkpoint-every 20 --keep 0 --seed 3 --random-crop 2 --hflip)
 mpi 2 "$TRAINER" "${common[@]}" --checkpoint-dir "$TMP/full" >/dev/null
 [ -f "$TMP/full/ckpt-00000120.h5" ] || fail "the uninterrupted run left no ckpt-00000120.h5: $(ls "$TMP/full")"
 
