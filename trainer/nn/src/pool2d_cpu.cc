@@ -38,6 +38,7 @@ class LoopPool2d final : public Pool2dKernels {
   }
 
   void backward(const float*, const float*, const float* dy, float* dx) override {
+    if (mode_ == PoolMode::kMax && is_2x2_stride_2()) return max_backward_2x2(dy, dx);
     std::fill(dx, dx + planes_ * in_h_ * in_w_, 0.0f);
     const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
     for (std::int64_t p = 0; p < planes_; ++p) {
@@ -67,10 +68,34 @@ class LoopPool2d final : public Pool2dKernels {
 
   // Padding never wins: only positions inside the plane compete (every window has one, as pad <= kernel / 2).
   // Ties go to the first position in row-major order.
+  bool is_2x2_stride_2() const {
+    return w_.kernel_h == 2 && w_.kernel_w == 2 && w_.stride_h == 2 && w_.stride_w == 2 && w_.pad_h == 0 &&
+           w_.pad_w == 0;
+  }
+
+  // 2×2 windows, stride 2: they do not overlap, so each window's four dx are written once (winner dy, the
+  // rest 0) and only the row and column no window reaches (odd sizes) are cleared: no pass to zero dx first.
+  void max_backward_2x2(const float* dy, float* dx) const {
+    for (std::int64_t p = 0; p < planes_; ++p) {
+      const float* dyp = dy + p * out_h_ * out_w_;
+      const std::int32_t* win = winner_.data() + p * out_h_ * out_w_;
+      float* dxp = dx + p * in_h_ * in_w_;
+      for (std::int64_t oh = 0; oh < out_h_; ++oh) {
+        float* r0 = dxp + 2 * oh * in_w_;
+        float* r1 = r0 + in_w_;
+        for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+          const std::int64_t o = oh * out_w_ + ow, at = win[o];
+          r0[2 * ow] = r0[2 * ow + 1] = r1[2 * ow] = r1[2 * ow + 1] = 0.0f;
+          dxp[at] = dyp[o];
+        }
+        for (std::int64_t w = 2 * out_w_; w < in_w_; ++w) r0[w] = r1[w] = 0.0f;
+      }
+      std::fill(dxp + 2 * out_h_ * in_w_, dxp + in_h_ * in_w_, 0.0f);
+    }
+  }
+
   void max_plane(const float* x, float* y, std::int32_t* win) const {
-    if (w_.kernel_h == 2 && w_.kernel_w == 2 && w_.stride_h == 2 && w_.stride_w == 2 && w_.pad_h == 0 &&
-        w_.pad_w == 0)
-      return max_plane_2x2(x, y, win);
+    if (is_2x2_stride_2()) return max_plane_2x2(x, y, win);
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
         const Clipped c = clip(oh, ow);
@@ -89,19 +114,29 @@ class LoopPool2d final : public Pool2dKernels {
       const std::int64_t base = 2 * oh * in_w_;
       const float* r0 = x + base;
       const float* r1 = r0 + in_w_;
-      float* yr = y + oh * out_w_;
+      float* __restrict yr = y + oh * out_w_;
+      std::int32_t* __restrict wr = win ? win + oh * out_w_ : nullptr;
+      if (!wr) {
+#pragma omp simd
+        for (std::int64_t ow = 0; ow < out_w_; ++ow)
+          yr[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+        continue;
+      }
+      const auto w32 = static_cast<std::int32_t>(in_w_), base32 = static_cast<std::int32_t>(base);
+#pragma omp simd
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
         const float a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        const auto o = static_cast<std::int32_t>(2 * ow);
         float best = a;
-        std::int64_t at = 2 * ow;
-        at = b > best ? 2 * ow + 1 : at;
+        std::int32_t at = o;
+        at = b > best ? o + 1 : at;
         best = b > best ? b : best;
-        at = c > best ? in_w_ + 2 * ow : at;
+        at = c > best ? w32 + o : at;
         best = c > best ? c : best;
-        at = d > best ? in_w_ + 2 * ow + 1 : at;
+        at = d > best ? w32 + o + 1 : at;
         best = d > best ? d : best;
         yr[ow] = best;
-        if (win) win[oh * out_w_ + ow] = static_cast<std::int32_t>(base + at);
+        wr[ow] = base32 + at;
       }
     }
   }
