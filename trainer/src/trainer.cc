@@ -350,6 +350,10 @@ void Trainer::train_step(EpochTimes& times) {
   times.optimizer += std::chrono::duration<double>(gather_start - optimizer_start).count();
   times.gather += seconds_since(gather_start);
   pos_.step += 1;
+  if (times.steps == kSteadySkipSteps) {
+    times.steady_start = Clock::now();
+    times.trained_before_steady = times.trained;
+  }
   telemetry_->after_step(pos_.step, pos_.loss_sum - loss_before, pos_.samples - samples_before, lr);
   bar_->update(pos_.epoch + 1, config_.epochs, pos_.micro / accum_, steps_per_epoch_,
                pos_.samples ? pos_.loss_sum / static_cast<double>(pos_.samples) : 0.0);
@@ -470,6 +474,11 @@ Trainer::BestVerdict Trainer::judge_epoch() {
 std::string Trainer::metrics_line(const EpochTimes& t, double test_loss, double test_acc, bool evaluated) {
   const EpochSums sums = reduce_sums(control_, pos_.loss_sum, pos_.correct, pos_.samples);
   const std::int64_t trained = reduce_sums(control_, 0.0, 0, t.trained).samples;
+  const bool steady = t.trained_before_steady >= 0 && t.trained > t.trained_before_steady;
+  const std::int64_t steady_trained =
+      reduce_sums(control_, 0.0, 0, steady ? t.trained - t.trained_before_steady : 0).samples;
+  const double steady_seconds =
+      steady ? std::chrono::duration<double>(t.start - t.steady_start).count() + t.train : 0.0;
   const double epoch_seconds = seconds_since(t.start);
   const double samples_per_s = t.train > 0 ? static_cast<double>(trained) / t.train : 0.0;
   if (rank_ != 0) return "";
@@ -482,6 +491,10 @@ std::string Trainer::metrics_line(const EpochTimes& t, double test_loss, double 
   m["test_loss"] = evaluated ? nlohmann::ordered_json(test_loss) : nlohmann::ordered_json(nullptr);
   m["test_acc"] = evaluated ? nlohmann::ordered_json(test_acc) : nlohmann::ordered_json(nullptr);
   m["samples_per_s"] = samples_per_s;
+  // The same after warm-up: the steps after this run's first kSteadySkipSteps of the epoch (null if none).
+  m["steady_samples_per_s"] = steady && steady_seconds > 0
+                                  ? nlohmann::ordered_json(static_cast<double>(steady_trained) / steady_seconds)
+                                  : nlohmann::ordered_json(nullptr);
   m["epoch_s"] = epoch_seconds;
   m["data_wait_frac"] = t.train > 0 ? t.data_wait / t.train : 0.0;
   // Rank 0's view: mean step time, and the time per step spent waiting for gradient all-reduces after
