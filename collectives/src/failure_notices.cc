@@ -9,21 +9,10 @@
 #include <thread>
 
 #include "mpi_check.h"
+#include "mpi_requests.h"
 #include "transport.h"
 
 namespace mirror::coll::detail {
-namespace {
-
-// Cancels and frees what is still pending, so nothing refers to the notice buffers any more.
-void abandon(std::vector<MPI_Request>& reqs) noexcept {
-  for (auto& r : reqs) {
-    if (r == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
-  }
-}
-
-}  // namespace
 
 // --- MpiNotices ---
 
@@ -51,7 +40,7 @@ MpiNotices::~MpiNotices() {
     if (done || Clock::now() >= until) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  abandon(sends_);
+  abandon_requests(sends_);
   if (comm_ != MPI_COMM_NULL && !keep_comm_) MPI_Comm_free(&comm_);
 }
 

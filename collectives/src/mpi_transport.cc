@@ -10,6 +10,7 @@
 
 #include "mirror/error.h"
 #include "mpi_check.h"
+#include "mpi_requests.h"
 
 namespace mirror::coll::detail {
 namespace {
@@ -28,15 +29,6 @@ void post(std::vector<MPI_Request>& reqs, bool is_send, int peer, const void* da
       MIRROR_CHECK_MPI(MPI_Irecv(const_cast<unsigned char*>(p) + off, n, MPI_BYTE, peer, tag, comm, &r));
     }
     reqs.push_back(r);
-  }
-}
-
-// Cancels and frees what is still pending after a timeout, so nothing refers to the caller's buffers.
-void abandon(std::vector<MPI_Request>& reqs) noexcept {
-  for (auto& r : reqs) {
-    if (r == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
   }
 }
 
@@ -108,13 +100,13 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
     int done = 0;
     const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-      abandon(reqs);
+      abandon_requests(reqs);
       MIRROR_THROW(kMpi, ctx.describe() << ": MPI_Testall failed: " << mpi_error_string(rc));
     }
     if (done) return;
     const auto now = Clock::now();
     if (now >= ctx.deadline) {
-      abandon(reqs);
+      abandon_requests(reqs);
       std::ostringstream peers;
       // (No byte counts: under the consistency check they are those of staging buffers, not the call's.)
       if (recv_peer >= 0) peers << "receiving from rank " << recv_peer;
@@ -127,7 +119,7 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
     if (polls < 64) continue;
     // Past the latency spin: look for failure notices now and then (an MPI_Iprobe on another communicator).
     if (interrupt_ && polls % 16 == 0 && interrupt_()) {
-      abandon(reqs);
+      abandon_requests(reqs);
       MIRROR_THROW(kRemote, ctx.describe() << " on rank " << rank_ << " stopped: another rank reported a failure");
     }
     if (now - start < std::chrono::milliseconds(50)) {
