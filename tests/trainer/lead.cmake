@@ -1,6 +1,7 @@
 # tests/trainer/lead.cmake — the trainer's data-parallel, checkpoint and program tests (included from
 # tests/trainer/CMakeLists.txt).
 mirror_add_test(test_checkpoint SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint.cc LIBS mirror::train)
+mirror_add_test(test_grad_compression SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_compression.cc LIBS mirror::train)
 mirror_add_mpi_test(test_grad_sync SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_sync.cc
                     LIBS mirror::train mirror::collectives NP 1 2 3 4 TIMEOUT 120)
 

@@ -104,11 +104,13 @@ EpochSums reduce_sums(coll::Communicator& control, double loss_sum, std::int64_t
 double per_step(double total, std::int64_t steps) { return steps ? total / static_cast<double>(steps) : 0.0; }
 
 // The epoch's TensorBoard scalars from its metrics line (so both say the same): losses, accuracies,
-// throughput and the step's split into data wait, compute, communication wait and optimizer (s per step).
+// throughput and the step's split into data wait, compute, communication wait and optimizer (s per step);
+// with fp16 gradients the loss scale and the skipped steps.
 std::vector<std::pair<std::string, double>> epoch_scalars(const nlohmann::ordered_json& m) {
   std::vector<std::pair<std::string, double>> v;
   for (const char* key : {"train_loss", "train_acc", "test_loss", "test_acc", "samples_per_s", "step_s",
-                          "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s"})
+                          "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s", "loss_scale",
+                          "skipped_steps"})
     if (m.contains(key) && m[key].is_number()) v.emplace_back(std::string("epoch/") + key, m[key].get<double>());
   return v;
 }
