@@ -443,7 +443,7 @@ void Trainer::skip_overflowed_step() {
   scaler_.on_overflow();
 }
 
-// "bf16", "fp16 (loss scale 65536, dynamic)", "fp32".
+// "fp32", "bf16", or "fp16 (loss scale 65536, halved at an overflow, doubled after 2000 good steps)".
 std::string Trainer::grad_dtype_text() const {
   std::ostringstream o;
   o << to_string(config_.grad_dtype);
