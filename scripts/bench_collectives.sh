@@ -133,7 +133,8 @@ if [ ${#peer_list[@]} -gt 0 ] && [ "$setup" -eq 1 ]; then
   if [ "$need" -eq 1 ]; then
     [ -x "$peers_dir/setup.sh" ] || die "--setup: no $peers_dir/setup.sh (set MIRROR_PEERS_DIR)"
     echo "# $me: running $peers_dir/setup.sh (MIRROR_PEERS_HOME=$P)"
-    MIRROR_PEERS_HOME="$P" "$peers_dir/setup.sh"
+    MIRROR_PEERS_HOME="$P" "$peers_dir/setup.sh" ||
+      echo "# $me: $peers_dir/setup.sh failed (exit $?); the peers still missing are skipped" >&2
   fi
 fi
 
