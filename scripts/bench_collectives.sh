@@ -156,25 +156,26 @@ variant_flags() {  # variant -> mirror-bench flags, one per line
 }
 mirror_launch=(mpirun -np "$np" --bind-to core)
 [ "$over" -eq 1 ] && mirror_launch=(mpirun -np "$np" --oversubscribe --bind-to none)
-# Sizes below 1 MiB run 200 timed calls, from 1 MiB on 20 (as the peers); mirror-bench sweeps -b..-e by a
-# factor, the smallest power of two that steps through every requested size of the group.
-size_groups() {  # -> "min max factor iters" per group
-  local lo=() hi=() g
-  for v in "${size_bytes[@]}"; do if [ "$v" -lt $((1 << 20)) ]; then lo+=("$v"); else hi+=("$v"); fi; done
-  for g in lo hi; do
-    local -n list=$g
-    [ ${#list[@]} -gt 0 ] || continue
-    local step=0 prev="" v d
-    for v in "${list[@]}"; do
-      if [ -n "$prev" ]; then d=0; while [ $((prev << d)) -lt "$v" ]; do d=$((d + 1)); done
-        a=$step; b=$d; while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done; step=$a; fi
-      prev=$v
-    done
-    [ "$step" -eq 0 ] && step=1
-    echo "${list[0]} ${list[-1]} $((1 << step)) $([ $g = lo ] && echo 200 || echo 20)"
+# Sizes below 1 MiB run 200 timed calls, from 1 MiB on 20 (as the peers). mirror-bench sweeps -b..-e by a
+# factor: the largest power of two that still steps onto every requested size of the group.
+sweep() {  # iters size... -> "min max factor iters"
+  local iters=$1; shift
+  local step=0 prev="" v d a b t
+  for v in "$@"; do
+    if [ -n "$prev" ]; then
+      d=0; while [ $((prev << d)) -lt "$v" ]; do d=$((d + 1)); done
+      a=$step; b=$d; while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done; step=$a  # gcd of the log2 steps
+    fi
+    prev=$v
   done
+  [ "$step" -eq 0 ] && step=1
+  echo "$1 ${!#} $((1 << step)) $iters"
 }
-mapfile -t groups < <(size_groups)
+small=(); large=()
+for v in "${size_bytes[@]}"; do if [ "$v" -lt $((1 << 20)) ]; then small+=("$v"); else large+=("$v"); fi; done
+groups=()
+[ ${#small[@]} -eq 0 ] || groups+=("$(sweep 200 "${small[@]}")")
+[ ${#large[@]} -eq 0 ] || groups+=("$(sweep 20 "${large[@]}")")
 
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 manifest="$tmp/manifest.tsv"; : >"$manifest"
