@@ -154,6 +154,9 @@ variant_flags() {  # variant -> mirror-bench flags, one per line
     copy-*) echo -R; echo 0; echo --shm-copy; echo "${1#copy-}" ;;
   esac
 }
+# The memory bandwidth is the machine's: measured with one rank per core at most (time-shared ranks would
+# each time only their own turns and sum to more than the machine moves).
+membw_np=$((np < cores ? np : cores))
 mirror_launch=(mpirun -np "$np" --bind-to core)
 [ "$over" -eq 1 ] && mirror_launch=(mpirun -np "$np" --oversubscribe --bind-to none)
 # Sizes below 1 MiB run 200 timed calls, from 1 MiB on 20 (as the peers). mirror-bench sweeps -b..-e by a
@@ -221,7 +224,7 @@ done
 # ---- the alternated runs ----
 for rep in $(seq 1 "$repeats"); do
   echo "# repeat $rep/$repeats: $(date -u +%T), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  run_one "$rep" membw "${mirror_launch[@]}" "$bench" allreduce -b 4K -e 4K -n 1 -w 0 -c 0 --stream 64M
+  run_one "$rep" membw mpirun -np "$membw_np" --bind-to core "$bench" allreduce -b 4K -e 4K -n 1 -w 0 -c 0 --stream 64M
   for op in "${op_list[@]}"; do
     for v in "${variants[@]}"; do
       mapfile -t vflags < <(variant_flags "$v")
@@ -246,6 +249,6 @@ echo "# load at end: $load_end"
 /usr/bin/python3 "$root/scripts/bench_collectives_table.py" --manifest "$manifest" --np "$np" \
   --sizes "$(IFS=,; echo "${size_bytes[*]}")" --ops "$(IFS=,; echo "${op_list[*]}")" \
   --variants "$(IFS=,; echo "${variants[*]}")" --peers "$(IFS=,; echo "${peer_list[*]}")" \
-  --peers-home "$P" --l3 "$(lscpu -B 2>/dev/null | sed -n 's/^L3 cache:[[:space:]]*\([0-9]*\).*/\1/p' | head -1)" \
+  --membw-ranks "$membw_np" --peers-home "$P" --l3 "$(lscpu -B 2>/dev/null | sed -n 's/^L3 cache:[[:space:]]*\([0-9]*\).*/\1/p' | head -1)" \
   --machine "$machine" --load-start "$load_start" --load-end "$load_end" \
   --command "scripts/$me $args_given" ${out:+--out "$out"}

@@ -83,7 +83,7 @@ class Results:
         self.busbw = {}   # (op, system) -> {bytes: {rep: GB/s}}
         self.us = {}      # (op, system) -> {bytes: {rep: us}}
         self.membw = {}   # rep -> {copy, stream_copy, add}
-        self.notes, self.footers, self.transports, self.runs = [], {}, {}, []
+        self.notes, self.footers, self.transports, self.runs, self.missing = [], {}, {}, [], set()
 
     def put(self, op, system, size, rep, busbw, us):
         self.busbw.setdefault((op, system), {}).setdefault(size, {})[rep] = busbw
@@ -143,15 +143,18 @@ def load(args):
         res.runs.append({"type": "run", "repeat": rep, "id": rid, "status": status, "exit": int(rc),
                          "seconds": int(ms) / 1000})
         if status == "missing":
+            res.missing.add(rid[len("peer."):])
             res.notes.append(f"{rid[len('peer.'):]}: {base} (column skipped)")
             continue
+        kind = rid.split(".")
         if status != "ok":
             why = last_line(base + ".err") or last_line(base + ".out") or "no output"
             if status == "timeout":
                 why = f"killed after {int(ms) / 1000:.0f} s (--timeout); last output: {why}"
-            res.notes.append(f"repeat {rep}: {rid} {status} (exit {rc}): {why}")
+            kept = kind[0] == "peer" and parse_peer(res, rep, kind[1], base)  # the sizes it finished
+            res.notes.append(f"repeat {rep}: {rid} {status} (exit {rc}): {why}" +
+                             (f" ({kept} sizes it printed before are kept)" if kept else ""))
             continue
-        kind = rid.split(".")
         try:
             if kind[0] == "membw":
                 if not parse_membw(res, rep, base):
@@ -170,16 +173,20 @@ def ratio(res, op, a, b, size):
     return median([xa[r] / xb[r] for r in xa if r in xb and xb[r] > 0])
 
 
-def bound_for(res, op):
-    per_rep = {r: max(m["copy"], m["stream_copy"]) * bus_factor(op, res.n) / traffic(op, res.n)
-               for r, m in res.membw.items()}
-    return median(list(per_rep.values()))
+def bounds(res, op):  # repeat -> the byte model's bound from that repeat's memory bandwidth
+    return {r: max(m["copy"], m["stream_copy"]) * bus_factor(op, res.n) / traffic(op, res.n)
+            for r, m in res.membw.items()}
+
+
+def fraction_of_bound(res, op, system, size, per_rep):
+    xs = res.busbw.get((op, system), {}).get(size, {})
+    return median([xs[r] / per_rep[r] for r in xs if per_rep.get(r)])
 
 
 def table(res, op, variants, peers, labels, l3):
     systems = ["mirror:" + v for v in variants]
     if op == "allreduce":
-        systems += ["peer:" + p for p in peers if ("allreduce", "peer:" + p) in res.busbw]
+        systems += ["peer:" + p for p in peers if p not in res.missing]  # failed runs: n/a cells
     base = "peer:impi" if op == "allreduce" and ("allreduce", "peer:impi") in res.busbw else "ompi4"
     systems.append("ompi4")
     ratios = [("mirror:" + v, base) for v in variants]
@@ -187,7 +194,8 @@ def table(res, op, variants, peers, labels, l3):
         ratios.append(("mirror:ordinary", "peer:oneccl"))
     short = lambda s: {"mirror:ordinary": "ord", "mirror:shared": "shared", "peer:impi": "IMPI",
                        "peer:oneccl": "oneCCL", "ompi4": "OMPI4"}.get(s, s.split(":")[-1].replace("copy-", ""))
-    bound = bound_for(res, op)
+    per_rep = bounds(res, op)
+    bound = median(list(per_rep.values()))
     head = ["size", "bound"] + [labels[s] for s in systems] + [f"{short(a)}/{short(b)}" for a, b in ratios] + \
            ["ord/bound", "shared/bound"]
     rows, records = [], []
@@ -206,8 +214,10 @@ def table(res, op, variants, peers, labels, l3):
             if r is not None:
                 records.append({"type": "ratio", "op": op, "bytes": s, "of": a, "to": b, "median": r})
         for sy in ("mirror:ordinary", "mirror:shared"):
-            m = median(list(res.busbw.get((op, sy), {}).get(s, {}).values()))
-            cells.append(fmt(m / bound if m is not None and bound else None))
+            f = fraction_of_bound(res, op, sy, s, per_rep)
+            cells.append(fmt(f))
+            if f is not None:
+                records.append({"type": "ratio", "op": op, "bytes": s, "of": sy, "to": "bound", "median": f})
         if bound:
             records.append({"type": "bound", "op": op, "bytes": s, "busbw_gbs": bound, "in_cache": bool(cached)})
         rows.append(cells)
@@ -223,6 +233,7 @@ def main():
         ap.add_argument("--" + a, required=a not in ("peers",), default="")
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--l3", default="")
+    ap.add_argument("--membw-ranks", type=int, default=0)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     res = load(args)
@@ -245,7 +256,7 @@ def main():
     if res.membw:
         mb = list(res.membw.values())
         rng = lambda k: "–".join(sorted({f"{min(m[k] for m in mb):.1f}", f"{max(m[k] for m in mb):.1f}"}, key=float))
-        print(f"Memory bandwidth (mirror-bench --stream 64M, all {n} ranks at once, summed, per repeat): copy "
+        print(f"Memory bandwidth (mirror-bench --stream 64M, {args.membw_ranks} ranks at once, summed, per repeat): copy "
               f"{rng('copy')} GB/s, copy with streaming stores {rng('stream_copy')} GB/s, add {rng('add')} GB/s.")
     for op in args.ops.split(","):
         lines, recs, base = table(res, op, variants, peers, labels, l3)
@@ -256,7 +267,7 @@ def main():
         print(f"\nbound = max(copy, streaming copy) × {bus_factor(op, n):.3g} / {traffic(op, n)} (byte model: "
               f"{traffic(op, n)} bytes read + written per message byte, all ranks; bus factor {bus_factor(op, n):.3g}); "
               f"* = the buffers of one call ({working_set(op, n, 1)}× the size) fit in L3, the bound does not apply. "
-              f"Ratios: median of the per-repeat ratios; base {labels[base]}.")
+              f"Ratios (to the bound too): medians of the per-repeat ratios; base {labels[base]}.")
         for v in variants:
             for group, lines in res.footers.get((op, v), {}).items():
                 lo, hi = (int(x) for x in group.split("-"))
