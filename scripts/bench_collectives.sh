@@ -206,7 +206,17 @@ load_start="$(uptime)"
 echo "# $me: $np ranks, float32 sum, out of place, sizes $sizes, $repeats repeats, ops ${op_list[*]}, $(date -u '+%F %T UTC')"
 echo "# $machine"
 echo "# load at start: $load_start"
-echo "# mirror-bench: $bench (commit $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$root" && git diff --quiet HEAD 2>/dev/null || echo ', uncommitted changes')); MPI launcher $(mpirun --version 2>/dev/null | head -1)"
+source_of_build() {  # the checkout that $build was configured from, and its commit
+  local src
+  src="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)"
+  [ -n "$src" ] || { echo "source unknown"; return; }
+  if git -C "$src" rev-parse --short HEAD >/dev/null 2>&1; then
+    echo "source $src at $(git -C "$src" rev-parse --short HEAD)$(git -C "$src" diff --quiet HEAD -- . 2>/dev/null || echo ', uncommitted changes')"
+  else
+    echo "source $src, not a git checkout"
+  fi
+}
+echo "# mirror-bench: $bench ($(source_of_build)); MPI launcher $(mpirun --version 2>/dev/null | head -1)"
 echo "# Mirror variants: ${variants[*]}$([ ${#shm_copy_modes[@]} -eq 0 ] && echo " (this mirror-bench has no --shm-copy)")"
 echo "# peers: $P (sources $peers_dir)"
 
