@@ -22,7 +22,8 @@ std::size_t ShmCommunicator::segment_bytes(int size) {
   return ShmControl::bytes(size) + static_cast<std::size_t>(size) * 2 * kShmSlotBytes;
 }
 
-ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options)
+ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options,
+                                 CrossMemory cross)
     : QueuedCommunicator(shm_backend().info, rank, size, options.timeout, options.progress_thread),
       segment_(std::move(segment)),
       control_(segment_->data(), rank, size),
@@ -30,7 +31,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       options_(options),
       staging_(options.shm_staging),
       direct_stores_(options.shm_staging),
-      gather_stores_(options.shm_staging) {
+      gather_stores_(options.shm_staging),
+      cross_(std::move(cross)) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
 }
 
@@ -45,22 +47,26 @@ std::unique_ptr<ShmCommunicator> ShmCommunicator::create(MPI_Comm group, const C
   MPI_Comm comm = MPI_COMM_NULL;
   MIRROR_CHECK_MPI(MPI_Comm_dup(group, &comm));
   std::unique_ptr<ShmSegment> segment;
+  CrossMemory cross;
   try {
     segment = ShmSegment::create(comm, segment_bytes(size), why);
+    if (segment && options.shm_copy != ShmCopy::kStaged) cross = CrossMemory::probe(comm, options.shm_copy_refused_for_testing);
   } catch (...) {
     MPI_Comm_free(&comm);
     throw;
   }
   MIRROR_CHECK_MPI(MPI_Comm_free(&comm));
   if (!segment) return nullptr;
-  return std::make_unique<ShmCommunicator>(std::move(segment), rank, size, options);
+  return std::make_unique<ShmCommunicator>(std::move(segment), rank, size, options, std::move(cross));
 }
 
 std::vector<Statistic> ShmCommunicator::statistics() const {
   return {{"staging_cached", staging_calls(false)},
           {"staging_streaming", staging_calls(true)},
           {"direct", direct_calls_},
-          {"evicted", evicted_}};
+          {"evicted", evicted_},
+          {"single", single_calls_},
+          {"single_permitted", cross_.permitted() ? 1u : 0u}};
 }
 
 unsigned char* ShmCommunicator::slot(int q) const {
@@ -69,6 +75,9 @@ unsigned char* ShmCommunicator::slot(int q) const {
 
 void ShmCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
   control_.publish(call);
+  control_.publish_addresses(call.seq, {reinterpret_cast<std::uint64_t>(call.send),
+                                        reinterpret_cast<std::uint64_t>(call.recv),
+                                        call.total_bytes(size_) | static_cast<std::uint64_t>(call.kind) << 56});
   first_step_ = true;
   switch (call.kind) {
     case CallKind::kAllreduce: do_allreduce(call, ctx); break;
@@ -96,6 +105,9 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   // direct path would beat the single-sync one.
   if (try_direct(bytes)) {
     if (allreduce_direct(call, ctx)) return;
+    if (single_copy(call)) return allreduce_single(call, ctx, true);
+  } else if (single_copy(call)) {
+    return allreduce_single(call, ctx, false);
   } else if (bytes <= kShmSlotBytes &&
              (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
     return allreduce_small(call, ctx);
@@ -361,6 +373,7 @@ void ShmCommunicator::do_broadcast(const CollectiveCall& call, const OpContext& 
   const std::size_t bytes = call.count * dtype_size(call.type);
   auto* buf = static_cast<unsigned char*>(call.recv);
   if (bytes == 0) return step(call, ctx);
+  if (single_copy(call)) return broadcast_single(call, ctx);
   for (std::size_t off = 0; off < bytes; off += kShmSlotBytes) {
     const std::size_t len = std::min(kShmSlotBytes, bytes - off);
     if (rank_ == call.root) std::memcpy(slot(rank_), buf + off, len);
@@ -375,7 +388,9 @@ void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& 
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (count == 0) return step(call, ctx);
-  if (try_direct(count * es * static_cast<std::size_t>(size_)) && allgather_direct(call, ctx)) return;
+  const bool synced = try_direct(count * es * static_cast<std::size_t>(size_));
+  if (synced && allgather_direct(call, ctx)) return;
+  if (single_copy(call)) return allgather_single(call, ctx, synced);
   unsigned char* own = recv + static_cast<std::size_t>(rank_) * count * es;
   if (send != own) std::memcpy(own, send, count * es);
   const std::size_t per_step = kShmSlotBytes / es;
@@ -395,7 +410,9 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (rc == 0) return step(call, ctx);
-  if (try_direct(rc * es * static_cast<std::size_t>(size_)) && reduce_scatter_direct(call, ctx)) return;
+  const bool synced = try_direct(rc * es * static_cast<std::size_t>(size_));
+  if (synced && reduce_scatter_direct(call, ctx)) return;
+  if (single_copy(call)) return reduce_scatter_single(call, ctx, synced);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   const std::size_t per_step = kShmSlotBytes / (es * static_cast<std::size_t>(size_));
   for (std::size_t b = 0; b < rc; b += per_step) {
@@ -431,7 +448,8 @@ std::unique_ptr<Communicator> make_shm(const CommOptions& options, const Topolog
 const BackendRow& shm_backend() {
   static const BackendRow row{{"shm", Buffers::kHost,
                                "one shared-memory segment mapped by every rank (all ranks on one host)",
-                               {"staging_cached", "staging_streaming", "direct", "evicted"}},
+                               {"staging_cached", "staging_streaming", "direct", "evicted", "single",
+                                "single_permitted"}},
                               shm_fits, make_shm};
   return row;
 }

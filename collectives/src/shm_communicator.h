@@ -54,6 +54,7 @@
 #include "op_queue.h"
 #include "queued_communicator.h"
 #include "shm_control.h"
+#include "shm_cross_memory.h"
 #include "shm_region.h"
 #include "shm_segment.h"
 #include "shm_store_policy.h"
@@ -75,6 +76,15 @@ constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
 // bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
+// Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the least
+// bytes (the call's largest buffer) at which each collective takes them; below, the staged paths.
+// Measured on the 2-vCPU build machine (docs/collectives-shm.md).
+constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
+constexpr std::size_t kShmSingleBroadcastBytes = 16 * 1024;
+constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
+// The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes
+// (read from each peer into a scratch piece that stays in cache, reduced, written back).
+constexpr std::size_t kShmSinglePieceBytes = 128 * 1024;
 // Shared buffers (allocate_shared) alive at once, per communicator.
 constexpr int kShmSharedSlots = 64;
 
@@ -86,10 +96,13 @@ class ShmCommunicator final : public QueuedCommunicator {
   // *why, when the segment cannot be made or mapped.
   static std::unique_ptr<ShmCommunicator> create(MPI_Comm group, const CommOptions& options, std::string* why);
 
-  ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
+  // `cross`: the start-up probe of cross-memory attach (default: not permitted, every call stages).
+  ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options,
+                  CrossMemory cross = {});
   ~ShmCommunicator() override;
 
-  // staging_cached, staging_streaming, direct, evicted (shm_backend().info.statistics).
+  // staging_cached, staging_streaming, direct, evicted, single, single_permitted
+  // (shm_backend().info.statistics).
   std::vector<Statistic> statistics() const override;
 
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
@@ -99,6 +112,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t direct_calls() const { return direct_calls_; }
   // Direct reduce_scatters that evicted the lines they read from other ranks (same reading rule).
   std::uint64_t evicting_calls() const { return evicted_; }
+  // Collectives so far that took a single-copy path (same reading rule).
+  std::uint64_t single_calls() const { return single_calls_; }
+  // The probe's outcome, the same on every rank.
+  const CrossMemory& cross_memory() const { return cross_; }
 
   SharedBuffer allocate_shared(std::size_t bytes) override;
 
@@ -127,6 +144,18 @@ class ShmCommunicator final : public QueuedCommunicator {
   bool allreduce_direct(const CollectiveCall& call, const OpContext& ctx);
   bool reduce_scatter_direct(const CollectiveCall& call, const OpContext& ctx);
   bool allgather_direct(const CollectiveCall& call, const OpContext& ctx);
+  // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
+  // the mode, the agreed probe, the rank count and the call, all shared).
+  bool single_copy(const CollectiveCall& call) const;
+  // Every rank's published addresses for `call`, after its first sync; throws (on every rank alike)
+  // when some rank's byte count differs, before any rank touches another's memory.
+  std::vector<ShmControl::Addresses> peer_addresses(const CollectiveCall& call) const;
+  // Each runs the call's first sync unless `synced` (a failed shared-buffer agreement already did), the
+  // transfers, and one final sync after which every rank's buffers are complete and free again.
+  void allreduce_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void reduce_scatter_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void allgather_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void broadcast_single(const CollectiveCall& call, const OpContext& ctx);
   void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
   void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
@@ -150,6 +179,9 @@ class ShmCommunicator final : public QueuedCommunicator {
   StagingStorePolicy gather_stores_;  // and for the direct allgather's
   std::uint64_t direct_calls_ = 0;
   std::uint64_t evicted_ = 0;  // direct reduce_scatters that evicted the lines they read
+  CrossMemory cross_;
+  std::vector<unsigned char> scratch_;  // size_ pieces of kShmSinglePieceBytes (single-copy paths)
+  std::uint64_t single_calls_ = 0;
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;
   std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;
