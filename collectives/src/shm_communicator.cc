@@ -103,11 +103,17 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   if (call.count == 0) return step(call, ctx);
   // The agreement sync of shared buffers: only once any exist (then on every rank), and only where the
   // direct path would beat the single-sync one.
+  // Single copy (ordinary buffers, shm_single.cc) where the mode and size say so; large auto allreduces
+  // agree after a first sync whether every rank is in place (otherwise the staged path, one sync later).
   if (try_direct(bytes)) {
     if (allreduce_direct(call, ctx)) return;
-    if (single_copy(call)) return allreduce_single(call, ctx, true);
+    if (single_copy(call) || (single_if_in_place(call) && every_rank_in_place(call)))
+      return allreduce_single(call, ctx, true);
   } else if (single_copy(call)) {
     return allreduce_single(call, ctx, false);
+  } else if (single_if_in_place(call)) {
+    step(call, ctx);
+    if (every_rank_in_place(call)) return allreduce_single(call, ctx, true);
   } else if (bytes <= kShmSlotBytes &&
              (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
     return allreduce_small(call, ctx);

@@ -76,15 +76,23 @@ constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
 // bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
-// Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the least
-// bytes (the call's largest buffer) at which each collective takes them; below, the staged paths.
-// Measured on the 2-vCPU build machine (docs/collectives-shm.md).
+// Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the bytes
+// (the call's largest buffer) for which each collective takes them; outside, the staged paths. Measured
+// on the 2-vCPU build machine, 2 ranks, alternated runs (docs/collectives-shm.md):
+// - allreduce from 64 KiB (32 KiB: level; 64 KiB-4 MiB: 1.2-1.8x the staged busbw) below kShmStreamBytes;
+//   from there only when every rank's call is in place (agreed after the first sync): out of place the
+//   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.
+// - allgather and reduce_scatter from 64 KiB in all (1.2-2x at 256 KiB-4 MiB, level or better above).
+// - broadcast from 128 KiB up to one staging buffer: the staged broadcast of up to one buffer copies in
+//   and out one after the other, the single-copy one splits the bytes between root and readers; above,
+//   the staged one pipelines its two buffers and was as fast or faster.
 constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
-constexpr std::size_t kShmSingleBroadcastBytes = 16 * 1024;
 constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
+constexpr std::size_t kShmSingleBroadcastBytes = 128 * 1024;
 // The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes
 // (read from each peer into a scratch piece that stays in cache, reduced, written back).
-constexpr std::size_t kShmSinglePieceBytes = 128 * 1024;
+// (1 MiB measured 5-25 % faster than 64 or 256 KiB from 1 to 64 MiB on the build machine.)
+constexpr std::size_t kShmSinglePieceBytes = std::size_t{1} << 20;
 // Shared buffers (allocate_shared) alive at once, per communicator.
 constexpr int kShmSharedSlots = 64;
 
@@ -147,6 +155,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
   // the mode, the agreed probe, the rank count and the call, all shared).
   bool single_copy(const CollectiveCall& call) const;
+  // kAuto allreduces from kShmStreamBytes on: single copy only if every rank's call is in place, which
+  // is known after the first sync (every_rank_in_place).
+  bool single_if_in_place(const CollectiveCall& call) const;
+  bool every_rank_in_place(const CollectiveCall& call) const;
   // Every rank's published addresses for `call`, after its first sync; throws (on every rank alike)
   // when some rank's byte count differs, before any rank touches another's memory.
   std::vector<ShmControl::Addresses> peer_addresses(const CollectiveCall& call) const;

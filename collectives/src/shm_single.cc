@@ -9,6 +9,7 @@
 // transfers themselves never wait for a peer. Reductions combine every element in rank order with the
 // staged paths' kernel (shm_reduce), so every path gives the same bits.
 #include <algorithm>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -20,15 +21,16 @@ namespace {
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-std::size_t single_threshold(CallKind kind) {
+// kAuto's band of bytes per collective: [first, second).
+std::pair<std::size_t, std::size_t> single_band(CallKind kind) {
   switch (kind) {
-    case CallKind::kAllreduce: return kShmSingleAllreduceBytes;
-    case CallKind::kBroadcast: return kShmSingleBroadcastBytes;
+    case CallKind::kAllreduce: return {kShmSingleAllreduceBytes, kShmStreamBytes};
+    case CallKind::kBroadcast: return {kShmSingleBroadcastBytes, kShmSlotBytes + 1};
     case CallKind::kAllgather:
-    case CallKind::kReduceScatter: return kShmSingleGatherBytes;
+    case CallKind::kReduceScatter: return {kShmSingleGatherBytes, ~std::size_t{0}};
     case CallKind::kBarrier: break;
   }
-  return ~std::size_t{0};
+  return {~std::size_t{0}, 0};
 }
 
 }  // namespace
@@ -36,7 +38,23 @@ std::size_t single_threshold(CallKind kind) {
 bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   if (options_.shm_copy == ShmCopy::kStaged || !cross_.permitted() || size_ < 2 || call.count == 0) return false;
   if (call.kind == CallKind::kBarrier) return false;
-  return options_.shm_copy == ShmCopy::kSingle || call.total_bytes(size_) >= single_threshold(call.kind);
+  if (options_.shm_copy == ShmCopy::kSingle) return true;
+  const auto [lo, hi] = single_band(call.kind);
+  const std::size_t bytes = call.total_bytes(size_);
+  return bytes >= lo && bytes < hi;
+}
+
+bool ShmCommunicator::single_if_in_place(const CollectiveCall& call) const {
+  return options_.shm_copy == ShmCopy::kAuto && cross_.permitted() && size_ > 1 &&
+         call.kind == CallKind::kAllreduce && call.total_bytes(size_) >= kShmStreamBytes;
+}
+
+bool ShmCommunicator::every_rank_in_place(const CollectiveCall& call) const {
+  for (int q = 0; q < size_; ++q) {
+    const ShmControl::Addresses a = control_.addresses(q, call.seq);
+    if (a.send != a.recv) return false;
+  }
+  return true;
 }
 
 std::vector<ShmControl::Addresses> ShmCommunicator::peer_addresses(const CollectiveCall& call) const {
@@ -132,14 +150,32 @@ void ShmCommunicator::allgather_single(const CollectiveCall& call, const OpConte
 }
 
 void ShmCommunicator::broadcast_single(const CollectiveCall& call, const OpContext& ctx) {
-  // Every rank but the root reads the root's buffer straight into its own (one kernel copy): per
-  // non-root rank reads S, writes S; the root moves nothing. Two syncs, however large the message (the
-  // staged path syncs once per 2 MiB buffer and copies every byte twice).
+  // The message in n parts (64-byte aligned starts): the root writes part `root` into every other rank's
+  // buffer while each other rank reads the remaining parts from the root's, so every core copies (one
+  // kernel copy each byte, the root's buffer read in place). Per non-root rank: reads and writes
+  // (n-1)S/n of its own; the root reads and writes (n-1)S/n of the others'. Two syncs, however large
+  // the message (the staged path syncs once per 2 MiB buffer and copies every byte twice).
   step(call, ctx);
   const auto peers = peer_addresses(call);
-  if (rank_ != call.root)
-    cross_.read(call.root, reinterpret_cast<const void*>(peers[call.root].recv), call.recv,
-                call.count * dtype_size(call.type));
+  const std::size_t bytes = call.count * dtype_size(call.type);
+  const std::size_t part = ceil_div(ceil_div(bytes, static_cast<std::size_t>(size_)), 64) * 64;
+  auto* buf = static_cast<unsigned char*>(call.recv);
+  auto part_range = [&](int p, std::size_t* lo, std::size_t* hi) {
+    *lo = std::min(bytes, static_cast<std::size_t>(p) * part);
+    *hi = std::min(bytes, *lo + part);
+  };
+  std::size_t lo = 0, hi = 0;
+  if (rank_ == call.root) {
+    part_range(call.root, &lo, &hi);
+    for (int q = 0; q < size_ && hi > lo; ++q)
+      if (q != rank_) cross_.write(q, reinterpret_cast<unsigned char*>(peers[q].recv) + lo, buf + lo, hi - lo);
+  } else {
+    const auto* root_buf = reinterpret_cast<const unsigned char*>(peers[call.root].recv);
+    for (int p = 0; p < size_; ++p) {
+      part_range(p, &lo, &hi);
+      if (p != call.root && hi > lo) cross_.read(call.root, root_buf + lo, buf + lo, hi - lo);
+    }
+  }
   ++single_calls_;
   step(call, ctx);  // every rank has its copy: the root's buffer may change again
 }

@@ -168,6 +168,13 @@ TEST(SingleCopy, EachModeTakesItsPath) {
     EXPECT_EQ(single_calls(single), s1 + 1);
     EXPECT_EQ(single_calls(autom), s2 + (count == large ? 1 : 0)) << "count " << count;
   }
+  // From kShmStreamBytes on, auto takes single copy only when every rank is in place.
+  const std::size_t huge = detail::kShmStreamBytes / sizeof(float);
+  for (bool in_place : {false, true}) {
+    const auto before = single_calls(autom);
+    EXPECT_TRUE(check_allreduce(autom, false, DataType::kFloat32, ReduceOp::kSum, huge, in_place));
+    EXPECT_EQ(single_calls(autom), before + (in_place ? 1 : 0)) << (in_place ? "in place" : "out of place");
+  }
 }
 
 TEST(SingleCopy, RefusedProbeFallsBackToStagedOnEveryRank) {
