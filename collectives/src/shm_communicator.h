@@ -30,6 +30,21 @@
 //     rank r writes its block into every rank's recv (plain or non-temporal stores, a third
 //     StagingStorePolicy); one sync. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
+//   Single copy (ordinary buffers, shm_single.cc; CommOptions::shm_copy, kAuto's bands below): each rank
+//     publishes its send/recv addresses with the call; after the first sync the ranks move bytes straight
+//     between each other's own buffers with cross-memory attach (shm_cross_memory.h: the kernel copies
+//     once between the two address spaces); one final sync. Per rank and message byte (S = the
+//     allreduce/broadcast buffer, the whole allgather recv / reduce_scatter send):
+//       allreduce: rank r, per 1 MiB piece of chunk r, reads the piece of every other send into scratch,
+//         reduces all n in rank order (the same kernel) into a scratch result and its recv, and writes the
+//         result into every other recv. Memory: reads S, writes S (against reads (3n-2)/n S, writes 2 S
+//         staged); the scratch stays in cache. n = 2: 2 S per rank, 4 S for the job (staged: 8 S).
+//       reduce_scatter: reads S/n of each of n sends, writes S/n; allgather: reads S, writes S (one copy of
+//         each other block, against two staged); broadcast: the root writes part `root` of n into every
+//         other buffer while the others read the rest: (n-1)/n S per rank and direction, one copy.
+//     The path is the same on every rank: it depends on the mode, the probe (agreed at start-up), the
+//     call's size and, for large auto allreduces, whether every rank is in place (read after the first
+//     sync). Results are bit-identical to the staged paths (same kernel, same rank order).
 // Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
 // Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
 // on its progress thread: no MPI is called after construction, so any MPI thread level works). Failure
