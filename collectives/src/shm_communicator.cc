@@ -50,7 +50,8 @@ std::unique_ptr<ShmCommunicator> ShmCommunicator::create(MPI_Comm group, const C
   CrossMemory cross;
   try {
     segment = ShmSegment::create(comm, segment_bytes(size), why);
-    if (segment && options.shm_copy != ShmCopy::kStaged) cross = CrossMemory::probe(comm, options.shm_copy_refused_for_testing);
+    // Probed in every mode (it costs two small allgathers), so ranks that disagree on the mode still match.
+    if (segment) cross = CrossMemory::probe(comm, options.shm_copy_refused_for_testing);
   } catch (...) {
     MPI_Comm_free(&comm);
     throw;

@@ -97,13 +97,14 @@ constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 // - allreduce from 64 KiB (32 KiB: level; 64 KiB-4 MiB: 1.2-1.8x the staged busbw) below kShmStreamBytes;
 //   from there only when every rank's call is in place (agreed after the first sync): out of place the
 //   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.
+//   With more than 2 ranks only where the staged path is pipelined (bytes x ranks > 4 MiB): its single-
+//   sync path beat single copy's two syncs at 3 and 4 ranks on 2 cores (0.6x at 64 KiB).
 // - allgather and reduce_scatter from 64 KiB in all (1.2-2x at 256 KiB-4 MiB, level or better above).
-// - broadcast from 128 KiB up to one staging buffer: the staged broadcast of up to one buffer copies in
-//   and out one after the other, the single-copy one splits the bytes between root and readers; above,
-//   the staged one pipelines its two buffers and was as fast or faster.
+// - broadcast from 32 KiB (1.2x there, 2-5x at 64 KiB-8 MiB, 1.5-2x at 16-32 MiB): the root writes one
+//   part while the others read the rest, against two copies (and a sync per 2 MiB) staged.
 constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
 constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
-constexpr std::size_t kShmSingleBroadcastBytes = 128 * 1024;
+constexpr std::size_t kShmSingleBroadcastBytes = 32 * 1024;
 // The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes
 // (read from each peer into a scratch piece that stays in cache, reduced, written back).
 // (1 MiB measured 5-25 % faster than 64 or 256 KiB from 1 to 64 MiB on the build machine.)

@@ -156,9 +156,9 @@ TEST(SingleCopy, EachModeTakesItsPath) {
   Communicator& staged = comm("staged");
   Communicator& single = comm("single");
   Communicator& autom = comm("auto");
-  EXPECT_FALSE(shm_staging_counts(staged).single_permitted);  // staged does not even probe
   EXPECT_TRUE(shm_staging_counts(single).single_permitted) << "cross-memory attach refused on this machine?";
-  const std::size_t small = 64, large = kShmSingleAllreduceBytes / sizeof(float) * 4;
+  // large: in the auto band at every rank count (bytes x ranks above the single-sync limit for n > 2).
+  const std::size_t small = 64, large = (std::size_t{2} << 20) / sizeof(float);
   for (std::size_t count : {small, large}) {
     const auto s0 = single_calls(staged), s1 = single_calls(single), s2 = single_calls(autom);
     EXPECT_TRUE(check_allreduce(staged, false, DataType::kFloat32, ReduceOp::kSum, count, false));
