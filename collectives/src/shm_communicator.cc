@@ -22,8 +22,7 @@ std::size_t ShmCommunicator::segment_bytes(int size) {
   return ShmControl::bytes(size) + static_cast<std::size_t>(size) * 2 * kShmSlotBytes;
 }
 
-ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options,
-                                 CrossMemory cross)
+ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options)
     : QueuedCommunicator(shm_backend().info, rank, size, options.timeout, options.progress_thread),
       segment_(std::move(segment)),
       control_(segment_->data(), rank, size),
@@ -31,9 +30,10 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       options_(options),
       staging_(options.shm_staging),
       direct_stores_(options.shm_staging),
-      gather_stores_(options.shm_staging),
-      cross_(std::move(cross)) {
+      gather_stores_(options.shm_staging) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
+  // In every mode (two syncs), so ranks that disagree on the mode still take the same steps.
+  probe_cross_memory();
 }
 
 ShmCommunicator::~ShmCommunicator() { stop_queue(); }
@@ -47,18 +47,15 @@ std::unique_ptr<ShmCommunicator> ShmCommunicator::create(MPI_Comm group, const C
   MPI_Comm comm = MPI_COMM_NULL;
   MIRROR_CHECK_MPI(MPI_Comm_dup(group, &comm));
   std::unique_ptr<ShmSegment> segment;
-  CrossMemory cross;
   try {
     segment = ShmSegment::create(comm, segment_bytes(size), why);
-    // Probed in every mode (it costs two small allgathers), so ranks that disagree on the mode still match.
-    if (segment) cross = CrossMemory::probe(comm, options.shm_copy_refused_for_testing);
   } catch (...) {
     MPI_Comm_free(&comm);
     throw;
   }
   MIRROR_CHECK_MPI(MPI_Comm_free(&comm));
   if (!segment) return nullptr;
-  return std::make_unique<ShmCommunicator>(std::move(segment), rank, size, options, std::move(cross));
+  return std::make_unique<ShmCommunicator>(std::move(segment), rank, size, options);
 }
 
 std::vector<Statistic> ShmCommunicator::statistics() const {

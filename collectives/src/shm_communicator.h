@@ -120,9 +120,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   // *why, when the segment cannot be made or mapped.
   static std::unique_ptr<ShmCommunicator> create(MPI_Comm group, const CommOptions& options, std::string* why);
 
-  // `cross`: the start-up probe of cross-memory attach (default: not permitted, every call stages).
-  ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options,
-                  CrossMemory cross = {});
+  // Collective over the segment's ranks (the probe of cross-memory attach: two syncs).
+  ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
 
   // staging_cached, staging_streaming, direct, evicted, single, single_permitted
@@ -168,6 +167,9 @@ class ShmCommunicator final : public QueuedCommunicator {
   bool allreduce_direct(const CollectiveCall& call, const OpContext& ctx);
   bool reduce_scatter_direct(const CollectiveCall& call, const OpContext& ctx);
   bool allgather_direct(const CollectiveCall& call, const OpContext& ctx);
+  // The start-up probe of cross-memory attach over the control block (shm_cross_memory.h), no MPI: sets
+  // cross_ alike on every rank; throws kTimeout when a rank does not construct within the timeout.
+  void probe_cross_memory();
   // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
   // the mode, the agreed probe, the rank count and the call, all shared).
   bool single_copy(const CollectiveCall& call) const;

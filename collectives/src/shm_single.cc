@@ -8,7 +8,11 @@
 // any more (so a rank may return and reuse its buffers). Waits are the bounded syncs of every path; the
 // transfers themselves never wait for a peer. Reductions combine every element in rank order with the
 // staged paths' kernel (shm_reduce), so every path gives the same bits.
+#include <unistd.h>
+
 #include <algorithm>
+#include <random>
+#include <string>
 #include <utility>
 #include <cstring>
 #include <vector>
@@ -34,6 +38,43 @@ std::pair<std::size_t, std::size_t> single_band(CallKind kind) {
 }
 
 }  // namespace
+
+void ShmCommunicator::probe_cross_memory() {
+  // The address lines carry the probe before any call: parity 0 the card (pid, address of the word, its
+  // value), parity 1 the outcome. Call #0 rewrites parity 0 only after the second sync (every card read),
+  // and call #1 parity 1 only after call #0's syncs (every outcome read).
+  OpContext ctx;
+  ctx.timeout = options_.timeout;
+  ctx.deadline = Clock::now() + options_.timeout;
+  ctx.describe = [] { return std::string("the shared-memory transport's start-up probe"); };
+  auto sync = [&] {
+    ++phase_;
+    control_.signal(phase_);
+    control_.wait_all(phase_, ctx);
+  };
+  volatile std::uint64_t word = std::random_device{}() | std::uint64_t{std::random_device{}()} << 32;
+  control_.publish_addresses(0, {static_cast<std::uint64_t>(::getpid()),
+                                 reinterpret_cast<std::uint64_t>(&word), word});
+  sync();
+  std::vector<pid_t> pids(static_cast<std::size_t>(size_));
+  CrossMemory::Outcome mine;
+  for (int q = 0; q < size_; ++q) {
+    const ShmControl::Addresses card = control_.addresses(q, 0);
+    pids[q] = static_cast<pid_t>(card.send);
+    if (q == rank_ || mine.error != 0) continue;
+    mine.error = options_.shm_copy_refused_for_testing ? CrossMemory::kRefused
+                                                        : CrossMemory::read_word(pids[q], card.recv, card.bytes);
+    if (mine.error != 0) mine.peer = q;
+  }
+  control_.publish_addresses(1, {static_cast<std::uint64_t>(mine.error), static_cast<std::uint64_t>(mine.peer), 0});
+  sync();
+  std::vector<CrossMemory::Outcome> all(static_cast<std::size_t>(size_));
+  for (int q = 0; q < size_; ++q) {
+    const ShmControl::Addresses a = control_.addresses(q, 1);
+    all[q] = {static_cast<std::int64_t>(a.send), static_cast<std::int64_t>(a.recv)};
+  }
+  cross_ = CrossMemory(std::move(pids), all);
+}
 
 bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   if (options_.shm_copy == ShmCopy::kStaged || !cross_.permitted() || size_ < 2 || call.count == 0) return false;

@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
       if (rank == 0) print_row(o, r);
       rows.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters},
                       {"out_of_place", to_json(r.out_of_place)}, {"in_place", to_json(r.in_place)},
-                      {"mpi", to_json(r.mpi)}, {"ratio", r.mpi.ran ? nlohmann::json(r.ratio) : nlohmann::json(nullptr)}});
+                      {"mpi", to_json(r.mpi)}, {"ratio", r.mpi.ran ? nlohmann::json(r.ratio) : nlohmann::json(nullptr)},
+                      {"shm_path", single_rows.back().second ? "single" : "staged"}});
       if (bytes > o.max_bytes / o.factor) break;  // the next step would overflow or pass the end
     }
     if (rank == 0) {
@@ -159,7 +160,8 @@ int main(int argc, char** argv) {
                     mirror::coll::to_string(o.staging), static_cast<unsigned long long>(staging.cached),
                     static_cast<unsigned long long>(staging.streaming));
       }
-      if (std::string(comm->backend().name) != "mpi") print_copy_paths(o, staging, single_rows);
+      const std::string backend_name = comm->backend().name;
+      if (backend_name == "shm" || backend_name == "hierarchical") print_copy_paths(o, staging, single_rows);
       if (staging.direct > 0) {
         std::printf("# shm direct collectives (shared buffers, rank 0): %llu\n",
                     static_cast<unsigned long long>(staging.direct));
@@ -170,7 +172,8 @@ int main(int argc, char** argv) {
                               {"redop", mirror::coll::to_string(o.redop)}, {"root", o.root}, {"check", o.check},
                               {"transport", comm->backend().name}, {"selection_note", comm->selection_note()},
                               {"check_collectives", o.check_collectives}, {"fake_hosts", o.fake_hosts},
-                              {"shared_buffers", o.shared_buffers}, {"wrong", wrong}, {"rows", rows}};
+                              {"shared_buffers", o.shared_buffers}, {"shm_copy", mirror::coll::to_string(o.copy)},
+                              {"single_permitted", staging.single_permitted}, {"wrong", wrong}, {"rows", rows}};
         std::ofstream out(o.json_path);
         MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");
         out << doc.dump(2) << "\n";
