@@ -86,6 +86,8 @@ ShmStagingCounts shm_staging_counts(const Communicator& comm) {
   counts.streaming = statistic(comm, "staging_streaming");
   counts.direct = statistic(comm, "direct");
   counts.evicted = statistic(comm, "evicted");
+  counts.single = statistic(comm, "single");
+  counts.single_permitted = statistic(comm, "single_permitted") != 0;
   return counts;
 }
 

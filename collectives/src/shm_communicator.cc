@@ -32,6 +32,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       direct_stores_(options.shm_staging),
       gather_stores_(options.shm_staging) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
+  // In every mode (two syncs), so ranks that disagree on the mode still take the same steps.
+  probe_cross_memory();
 }
 
 ShmCommunicator::~ShmCommunicator() { stop_queue(); }
@@ -60,7 +62,9 @@ std::vector<Statistic> ShmCommunicator::statistics() const {
   return {{"staging_cached", staging_calls(false)},
           {"staging_streaming", staging_calls(true)},
           {"direct", direct_calls_},
-          {"evicted", evicted_}};
+          {"evicted", evicted_},
+          {"single", single_calls_},
+          {"single_permitted", cross_.permitted() ? 1u : 0u}};
 }
 
 unsigned char* ShmCommunicator::slot(int q) const {
@@ -69,6 +73,9 @@ unsigned char* ShmCommunicator::slot(int q) const {
 
 void ShmCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
   control_.publish(call);
+  control_.publish_addresses(call.seq, {reinterpret_cast<std::uint64_t>(call.send),
+                                        reinterpret_cast<std::uint64_t>(call.recv),
+                                        call.total_bytes(size_) | static_cast<std::uint64_t>(call.kind) << 56});
   first_step_ = true;
   switch (call.kind) {
     case CallKind::kAllreduce: do_allreduce(call, ctx); break;
@@ -94,8 +101,17 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   if (call.count == 0) return step(call, ctx);
   // The agreement sync of shared buffers: only once any exist (then on every rank), and only where the
   // direct path would beat the single-sync one.
+  // Single copy (ordinary buffers, shm_single.cc) where the mode and size say so; large auto allreduces
+  // agree after a first sync whether every rank is in place (otherwise the staged path, one sync later).
   if (try_direct(bytes)) {
     if (allreduce_direct(call, ctx)) return;
+    if (single_copy(call) || (single_if_in_place(call) && every_rank_in_place(call)))
+      return allreduce_single(call, ctx, true);
+  } else if (single_copy(call)) {
+    return allreduce_single(call, ctx, false);
+  } else if (single_if_in_place(call)) {
+    step(call, ctx);
+    if (every_rank_in_place(call)) return allreduce_single(call, ctx, true);
   } else if (bytes <= kShmSlotBytes &&
              (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
     return allreduce_small(call, ctx);
@@ -361,6 +377,7 @@ void ShmCommunicator::do_broadcast(const CollectiveCall& call, const OpContext& 
   const std::size_t bytes = call.count * dtype_size(call.type);
   auto* buf = static_cast<unsigned char*>(call.recv);
   if (bytes == 0) return step(call, ctx);
+  if (single_copy(call)) return broadcast_single(call, ctx);
   for (std::size_t off = 0; off < bytes; off += kShmSlotBytes) {
     const std::size_t len = std::min(kShmSlotBytes, bytes - off);
     if (rank_ == call.root) std::memcpy(slot(rank_), buf + off, len);
@@ -375,7 +392,9 @@ void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& 
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (count == 0) return step(call, ctx);
-  if (try_direct(count * es * static_cast<std::size_t>(size_)) && allgather_direct(call, ctx)) return;
+  const bool synced = try_direct(count * es * static_cast<std::size_t>(size_));
+  if (synced && allgather_direct(call, ctx)) return;
+  if (single_copy(call)) return allgather_single(call, ctx, synced);
   unsigned char* own = recv + static_cast<std::size_t>(rank_) * count * es;
   if (send != own) std::memcpy(own, send, count * es);
   const std::size_t per_step = kShmSlotBytes / es;
@@ -395,7 +414,9 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   if (rc == 0) return step(call, ctx);
-  if (try_direct(rc * es * static_cast<std::size_t>(size_)) && reduce_scatter_direct(call, ctx)) return;
+  const bool synced = try_direct(rc * es * static_cast<std::size_t>(size_));
+  if (synced && reduce_scatter_direct(call, ctx)) return;
+  if (single_copy(call)) return reduce_scatter_single(call, ctx, synced);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   const std::size_t per_step = kShmSlotBytes / (es * static_cast<std::size_t>(size_));
   for (std::size_t b = 0; b < rc; b += per_step) {
@@ -431,7 +452,8 @@ std::unique_ptr<Communicator> make_shm(const CommOptions& options, const Topolog
 const BackendRow& shm_backend() {
   static const BackendRow row{{"shm", Buffers::kHost,
                                "one shared-memory segment mapped by every rank (all ranks on one host)",
-                               {"staging_cached", "staging_streaming", "direct", "evicted"}},
+                               {"staging_cached", "staging_streaming", "direct", "evicted", "single",
+                                "single_permitted"}},
                               shm_fits, make_shm};
   return row;
 }

@@ -30,6 +30,21 @@
 //     rank r writes its block into every rank's recv (plain or non-temporal stores, a third
 //     StagingStorePolicy); one sync. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
+//   Single copy (ordinary buffers, shm_single.cc; CommOptions::shm_copy, kAuto's bands below): each rank
+//     publishes its send/recv addresses with the call; after the first sync the ranks move bytes straight
+//     between each other's own buffers with cross-memory attach (shm_cross_memory.h: the kernel copies
+//     once between the two address spaces); one final sync. Per rank and message byte (S = the
+//     allreduce/broadcast buffer, the whole allgather recv / reduce_scatter send):
+//       allreduce: rank r, per 1 MiB piece of chunk r, reads the piece of every other send into scratch,
+//         reduces all n in rank order (the same kernel) into a scratch result and its recv, and writes the
+//         result into every other recv. Memory: reads S, writes S (against reads (3n-2)/n S, writes 2 S
+//         staged); the scratch stays in cache. n = 2: 2 S per rank, 4 S for the job (staged: 8 S).
+//       reduce_scatter: reads S/n of each of n sends, writes S/n; allgather: reads S, writes S (one copy of
+//         each other block, against two staged); broadcast: the root writes part `root` of n into every
+//         other buffer while the others read the rest: (n-1)/n S per rank and direction, one copy.
+//     The path is the same on every rank: it depends on the mode, the probe (agreed at start-up), the
+//     call's size and, for large auto allreduces, whether every rank is in place (read after the first
+//     sync). Results are bit-identical to the staged paths (same kernel, same rank order).
 // Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
 // Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
 // on its progress thread: no MPI is called after construction, so any MPI thread level works). Failure
@@ -54,6 +69,7 @@
 #include "op_queue.h"
 #include "queued_communicator.h"
 #include "shm_control.h"
+#include "shm_cross_memory.h"
 #include "shm_region.h"
 #include "shm_segment.h"
 #include "shm_store_policy.h"
@@ -75,6 +91,24 @@ constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
 // bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
+// Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the bytes
+// (the call's largest buffer) for which each collective takes them; outside, the staged paths. Measured
+// on the 2-vCPU build machine, 2 ranks, alternated runs (docs/collectives-shm.md):
+// - allreduce from 64 KiB (32 KiB: level; 64 KiB-4 MiB: 1.2-1.8x the staged busbw) below kShmStreamBytes;
+//   from there only when every rank's call is in place (agreed after the first sync): out of place the
+//   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.
+//   With more than 2 ranks only where the staged path is pipelined (bytes x ranks > 4 MiB): its single-
+//   sync path beat single copy's two syncs at 3 and 4 ranks on 2 cores (0.6x at 64 KiB).
+// - allgather and reduce_scatter from 64 KiB in all (1.2-2x at 256 KiB-4 MiB, level or better above).
+// - broadcast from 32 KiB (1.2x there, 2-5x at 64 KiB-8 MiB, 1.5-2x at 16-32 MiB): the root writes one
+//   part while the others read the rest, against two copies (and a sync per 2 MiB) staged.
+constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
+constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
+constexpr std::size_t kShmSingleBroadcastBytes = 32 * 1024;
+// The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes
+// (read from each peer into a scratch piece that stays in cache, reduced, written back).
+// (1 MiB measured 5-25 % faster than 64 or 256 KiB from 1 to 64 MiB on the build machine.)
+constexpr std::size_t kShmSinglePieceBytes = std::size_t{1} << 20;
 // Shared buffers (allocate_shared) alive at once, per communicator.
 constexpr int kShmSharedSlots = 64;
 
@@ -86,10 +120,12 @@ class ShmCommunicator final : public QueuedCommunicator {
   // *why, when the segment cannot be made or mapped.
   static std::unique_ptr<ShmCommunicator> create(MPI_Comm group, const CommOptions& options, std::string* why);
 
+  // Collective over the segment's ranks (the probe of cross-memory attach: two syncs).
   ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
 
-  // staging_cached, staging_streaming, direct, evicted (shm_backend().info.statistics).
+  // staging_cached, staging_streaming, direct, evicted, single, single_permitted
+  // (shm_backend().info.statistics).
   std::vector<Statistic> statistics() const override;
 
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
@@ -99,6 +135,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t direct_calls() const { return direct_calls_; }
   // Direct reduce_scatters that evicted the lines they read from other ranks (same reading rule).
   std::uint64_t evicting_calls() const { return evicted_; }
+  // Collectives so far that took a single-copy path (same reading rule).
+  std::uint64_t single_calls() const { return single_calls_; }
+  // The probe's outcome, the same on every rank.
+  const CrossMemory& cross_memory() const { return cross_; }
 
   SharedBuffer allocate_shared(std::size_t bytes) override;
 
@@ -127,6 +167,25 @@ class ShmCommunicator final : public QueuedCommunicator {
   bool allreduce_direct(const CollectiveCall& call, const OpContext& ctx);
   bool reduce_scatter_direct(const CollectiveCall& call, const OpContext& ctx);
   bool allgather_direct(const CollectiveCall& call, const OpContext& ctx);
+  // The start-up probe of cross-memory attach over the control block (shm_cross_memory.h), no MPI: sets
+  // cross_ alike on every rank; throws kTimeout when a rank does not construct within the timeout.
+  void probe_cross_memory();
+  // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
+  // the mode, the agreed probe, the rank count and the call, all shared).
+  bool single_copy(const CollectiveCall& call) const;
+  // kAuto allreduces from kShmStreamBytes on: single copy only if every rank's call is in place, which
+  // is known after the first sync (every_rank_in_place).
+  bool single_if_in_place(const CollectiveCall& call) const;
+  bool every_rank_in_place(const CollectiveCall& call) const;
+  // Every rank's published addresses for `call`, after its first sync; throws (on every rank alike)
+  // when some rank's byte count differs, before any rank touches another's memory.
+  std::vector<ShmControl::Addresses> peer_addresses(const CollectiveCall& call) const;
+  // Each runs the call's first sync unless `synced` (a failed shared-buffer agreement already did), the
+  // transfers, and one final sync after which every rank's buffers are complete and free again.
+  void allreduce_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void reduce_scatter_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void allgather_single(const CollectiveCall& call, const OpContext& ctx, bool synced);
+  void broadcast_single(const CollectiveCall& call, const OpContext& ctx);
   void do_broadcast(const CollectiveCall& call, const OpContext& ctx);
   void do_allgather(const CollectiveCall& call, const OpContext& ctx);
   void do_reduce_scatter(const CollectiveCall& call, const OpContext& ctx);
@@ -150,6 +209,9 @@ class ShmCommunicator final : public QueuedCommunicator {
   StagingStorePolicy gather_stores_;  // and for the direct allgather's
   std::uint64_t direct_calls_ = 0;
   std::uint64_t evicted_ = 0;  // direct reduce_scatters that evicted the lines they read
+  CrossMemory cross_;
+  std::vector<unsigned char> scratch_;  // size_ pieces of kShmSinglePieceBytes (single-copy paths)
+  std::uint64_t single_calls_ = 0;
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;
   std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;

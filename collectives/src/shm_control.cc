@@ -50,7 +50,8 @@ bool same_call(const CollectiveCall& a, const CollectiveCall& b) {
 }  // namespace
 
 std::size_t ShmControl::bytes(int size) {
-  const std::size_t raw = static_cast<std::size_t>(size) * (sizeof(PhaseLine) + sizeof(DescLine) + sizeof(BufferLine));
+  const std::size_t raw = static_cast<std::size_t>(size) * (sizeof(PhaseLine) + sizeof(DescLine) + sizeof(BufferLine) +
+                                                           sizeof(AddressLine));
   return (raw + 4095) / 4096 * 4096;
 }
 
@@ -59,6 +60,8 @@ ShmControl::ShmControl(unsigned char* base, int rank, int size)
       descs_(reinterpret_cast<DescLine*>(base + static_cast<std::size_t>(size) * sizeof(PhaseLine))),
       buffer_lines_(reinterpret_cast<BufferLine*>(base + static_cast<std::size_t>(size) *
                                                              (sizeof(PhaseLine) + sizeof(DescLine)))),
+      address_lines_(reinterpret_cast<AddressLine*>(
+          base + static_cast<std::size_t>(size) * (sizeof(PhaseLine) + sizeof(DescLine) + sizeof(BufferLine)))),
       rank_(rank),
       size_(size) {}
 
@@ -85,6 +88,19 @@ ShmControl::BufferPlaces ShmControl::buffers(int q, std::uint64_t seq) const {
   p.live = w[2].load(std::memory_order_relaxed);
   p.bytes = w[3].load(std::memory_order_relaxed);
   return p;
+}
+
+void ShmControl::publish_addresses(std::uint64_t seq, const Addresses& a) {
+  auto& w = address_lines_[rank_].word[seq & 1];
+  w[0].store(a.send, std::memory_order_relaxed);
+  w[1].store(a.recv, std::memory_order_relaxed);
+  w[2].store(a.bytes, std::memory_order_relaxed);
+}
+
+ShmControl::Addresses ShmControl::addresses(int q, std::uint64_t seq) const {
+  const auto& w = address_lines_[q].word[seq & 1];
+  return {w[0].load(std::memory_order_relaxed), w[1].load(std::memory_order_relaxed),
+          w[2].load(std::memory_order_relaxed)};
 }
 
 void ShmControl::signal(std::uint64_t phase) {

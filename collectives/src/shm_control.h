@@ -11,7 +11,8 @@
 // registered (no lost wake-ups: both sides use sequentially consistent operations), so a machine
 // loaded with other work does not leave a rank polling or oversleeping. Per rank also a line of where
 // the call's buffers lie in shared buffers (publish_buffers), for allreduces that read and write the
-// other ranks' buffers directly. Waits give up at the op's
+// other ranks' buffers directly, and a line of the call's buffer addresses in this rank's own address
+// space (publish_addresses), for the single-copy paths (cross-memory attach). Waits give up at the op's
 // deadline with kTimeout naming the op, the phase, and the ranks that did not arrive with the last
 // collective each issued.
 #pragma once
@@ -60,6 +61,15 @@ class ShmControl {
   // Rank q's places for call `seq` (after the call's first wait).
   BufferPlaces buffers(int q, std::uint64_t seq) const;
 
+  // Where one rank's send and recv of a call lie in its own address space, and the call's bytes.
+  struct Addresses {
+    std::uint64_t send = 0, recv = 0, bytes = 0;
+  };
+  // Before the call's first signal.
+  void publish_addresses(std::uint64_t seq, const Addresses& addresses);
+  // Rank q's addresses for call `seq` (after the call's first wait).
+  Addresses addresses(int q, std::uint64_t seq) const;
+
  private:
   struct alignas(64) PhaseLine {
     std::atomic<std::uint64_t> phase;    // the futex word is its low 32 bits (little-endian)
@@ -72,6 +82,9 @@ class ShmControl {
   struct alignas(64) BufferLine {
     std::atomic<std::uint64_t> word[2][4];  // [parity] send, recv, live, bytes
   };
+  struct alignas(64) AddressLine {
+    std::atomic<std::uint64_t> word[2][3];  // [parity] send, recv, bytes
+  };
   CollectiveCall read_desc(int rank, std::uint64_t seq_parity) const;
   CollectiveCall latest_desc(int rank) const;  // for timeout messages
   // Sleeps until rank q's phase reaches `phase`, the deadline passes, or a short slice ends.
@@ -81,6 +94,7 @@ class ShmControl {
   PhaseLine* phases_;
   DescLine* descs_;
   BufferLine* buffer_lines_;
+  AddressLine* address_lines_;
   int rank_;
   int size_;
 };

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +77,27 @@ nlohmann::json to_json(const Timing& t) {
   return {{"time_us", t.time_us}, {"algbw_gbs", t.algbw}, {"busbw_gbs", t.busbw}, {"wrong", t.wrong}};
 }
 
+// "staged 1024..32768, single 65536..67108864": the path ordinary buffers took at each size (rank 0).
+std::string path_ranges(const std::vector<std::pair<std::size_t, bool>>& rows) {
+  std::string out;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i;
+    while (j + 1 < rows.size() && rows[j + 1].second == rows[i].second) ++j;
+    out += (out.empty() ? "" : ", ") + std::string(rows[i].second ? "single " : "staged ") +
+           std::to_string(rows[i].first) + (j > i ? ".." + std::to_string(rows[j].first) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+void print_copy_paths(const BenchOptions& o, const mirror::coll::ShmStagingCounts& counts,
+                      const std::vector<std::pair<std::size_t, bool>>& rows) {
+  std::printf("# shm copy (--shm-copy %s, rank 0): cross-memory attach %s; %llu single-copy collectives; "
+              "path by size (B): %s\n",
+              mirror::coll::to_string(o.copy), counts.single_permitted ? "permitted" : "not permitted (staged only)",
+              static_cast<unsigned long long>(counts.single), path_ranges(rows).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +113,7 @@ int main(int argc, char** argv) {
     copts.backend = o.backend;
     copts.timeout = std::chrono::milliseconds(o.timeout_ms);
     copts.shm_staging = o.staging;
+    copts.shm_copy = o.copy;
     copts.check_consistency = o.check_collectives;
     copts.hosts_for_testing = o.fake_hosts;
     auto comm = mirror::coll::make_communicator(copts);
@@ -110,8 +134,11 @@ int main(int argc, char** argv) {
     long long wrong = 0;
     double busbw_sum = 0;
     int nrows = 0;
+    std::vector<std::pair<std::size_t, bool>> single_rows;  // (bytes, took the single-copy path)
     for (std::size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.factor) {
+      const std::uint64_t single_before = mirror::coll::shm_staging_counts(*comm).single;
       const BenchRow r = runner.run(bytes);
+      single_rows.emplace_back(bytes, mirror::coll::shm_staging_counts(*comm).single > single_before);
       for (const Timing* t : {&r.out_of_place, &r.in_place}) {
         if (t->ran && t->wrong > 0) wrong += t->wrong;
       }
@@ -120,7 +147,8 @@ int main(int argc, char** argv) {
       if (rank == 0) print_row(o, r);
       rows.push_back({{"bytes", r.bytes}, {"count", r.count}, {"iters", r.iters},
                       {"out_of_place", to_json(r.out_of_place)}, {"in_place", to_json(r.in_place)},
-                      {"mpi", to_json(r.mpi)}, {"ratio", r.mpi.ran ? nlohmann::json(r.ratio) : nlohmann::json(nullptr)}});
+                      {"mpi", to_json(r.mpi)}, {"ratio", r.mpi.ran ? nlohmann::json(r.ratio) : nlohmann::json(nullptr)},
+                      {"shm_path", single_rows.back().second ? "single" : "staged"}});
       if (bytes > o.max_bytes / o.factor) break;  // the next step would overflow or pass the end
     }
     if (rank == 0) {
@@ -132,6 +160,8 @@ int main(int argc, char** argv) {
                     mirror::coll::to_string(o.staging), static_cast<unsigned long long>(staging.cached),
                     static_cast<unsigned long long>(staging.streaming));
       }
+      const std::string backend_name = comm->backend().name;
+      if (backend_name == "shm" || backend_name == "hierarchical") print_copy_paths(o, staging, single_rows);
       if (staging.direct > 0) {
         std::printf("# shm direct collectives (shared buffers, rank 0): %llu\n",
                     static_cast<unsigned long long>(staging.direct));
@@ -142,7 +172,8 @@ int main(int argc, char** argv) {
                               {"redop", mirror::coll::to_string(o.redop)}, {"root", o.root}, {"check", o.check},
                               {"transport", comm->backend().name}, {"selection_note", comm->selection_note()},
                               {"check_collectives", o.check_collectives}, {"fake_hosts", o.fake_hosts},
-                              {"shared_buffers", o.shared_buffers}, {"wrong", wrong}, {"rows", rows}};
+                              {"shared_buffers", o.shared_buffers}, {"shm_copy", mirror::coll::to_string(o.copy)},
+                              {"single_permitted", staging.single_permitted}, {"wrong", wrong}, {"rows", rows}};
         std::ofstream out(o.json_path);
         MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");
         out << doc.dump(2) << "\n";

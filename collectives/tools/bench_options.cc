@@ -54,6 +54,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                "Run under mpirun, e.g. mpirun -np 2 mirror-bench allreduce -b 1K -e 64M -f 4 -c 1"};
   std::string op_name, min_text = "1K", max_text = "1M", type_name = "float32", redop_name = "sum";
   std::string backend_name = "host", transport_name = "auto", staging_name = "auto", stream_text = "64M";
+  std::string copy_name = "auto";
   int check = 1, shared = 0;
   app.add_option("op", op_name, "Collective to time")
       ->required()
@@ -97,6 +98,11 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                  "Shared-memory transport: how staging buffers are written: auto (measured), cached or streaming")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cached", "streaming"}));
+  app.add_option("--shm-copy", copy_name,
+                 "Shared-memory transport, ordinary buffers: auto (single copy where measured faster), staged "
+                 "(through the staging buffers) or single (cross-memory attach; stages if the probe failed)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "staged", "single"}));
   app.add_option("-R,--shared-buffers", shared,
                  "Host buffers from Communicator::allocate_shared (1), which the shared-memory transport's "
                  "allreduce reads and writes directly, or ordinary memory (0); like nccl-tests' -R")
@@ -118,6 +124,7 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
     o.redop = coll::parse_reduce_op(redop_name);
     o.backend = coll::parse_backend(backend_name, transport_name);
     o.staging = coll::parse_shm_staging(staging_name);
+    o.copy = coll::parse_shm_copy(copy_name);
     o.stream_bytes = stream_text == "0" ? 0 : parse_size(stream_text, "--stream");
     o.check = check != 0;
     o.shared_buffers = shared != 0;

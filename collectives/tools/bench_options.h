@@ -27,6 +27,7 @@ struct BenchOptions {
   int warmup = 5;
   const coll::BackendInfo* backend = nullptr;  // --backend + --transport; nullptr: host, chosen automatically
   coll::ShmStaging staging = coll::ShmStaging::kAuto;          // shm transport: auto | cached | streaming
+  coll::ShmCopy copy = coll::ShmCopy::kAuto;  // shm transport, ordinary buffers: auto | staged | single
   bool shared_buffers = false;  // host buffers from Communicator::allocate_shared (nccl-tests' -R analogue)
   std::size_t stream_bytes = std::size_t{64} << 20;  // STREAM-like measurement per array; 0: skip it
   long timeout_ms = 60000;

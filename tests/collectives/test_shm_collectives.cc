@@ -139,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(std::string("sh
                          [](const auto& info) { return info.param; });
 
 // Large allreduces with the staging stores forced each way: kAuto switches between the two while a job
-// runs, so both must give exact results (pipelined sizes for every dtype, and the streamed-output size).
+// runs, so both must give exact results (pipelined sizes for every dtype, and the streamed-output size;
+// staged copies forced).
 class ShmStagingModes : public ::testing::TestWithParam<ShmStaging> {};
 
 TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
@@ -147,6 +148,7 @@ TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
   o.timeout = std::chrono::seconds(60);
   o.backend = parse_backend("host", "shm");
   o.shm_staging = GetParam();
+  o.shm_copy = ShmCopy::kStaged;  // the pipelined path (auto takes single copy for ordinary buffers)
   auto c = make_communicator(o);
   for (DataType t : all_dtypes()) {
     EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, 1000003, false));

@@ -1,6 +1,7 @@
 // test_shm_timeout.cc — shared-memory transport: a rank that skips a collective turns into kTimeout on
 // the ranks that wait for it, naming the op, its sequence number, its size and the rank that did not
-// arrive (with the last collective it issued); the communicator then refuses further work.
+// arrive (with the last collective it issued); the communicator then refuses further work. Staged and
+// single-copy (ShmCopy::kSingle) paths alike.
 // Its own binary, so its deliberately abandoned collectives cannot affect other tests.
 #include <gtest/gtest.h>
 
@@ -13,10 +14,11 @@
 namespace mirror::coll {
 namespace {
 
-std::unique_ptr<Communicator> make_short_timeout() {
+std::unique_ptr<Communicator> make_short_timeout(ShmCopy copy = ShmCopy::kAuto) {
   CommOptions o;
   o.timeout = std::chrono::milliseconds(2000);
   o.backend = parse_backend("host", "shm");
+  o.shm_copy = copy;
   return make_communicator(o);
 }
 
@@ -30,6 +32,12 @@ void expect_timeout(const Error& e, const std::string& op) {
 
 TEST(ShmTimeout, SkippedBlockingCollectiveTimesOut) {
   auto c = make_short_timeout();
+  testing::run_skipped_blocking(*c, [](const Error& e) { expect_timeout(e, "allreduce"); }, true);
+}
+
+// The single-copy path (cross-memory attach) waits in the same bounded syncs.
+TEST(ShmTimeout, SkippedSingleCopyCollectiveTimesOut) {
+  auto c = make_short_timeout(ShmCopy::kSingle);
   testing::run_skipped_blocking(*c, [](const Error& e) { expect_timeout(e, "allreduce"); }, true);
 }
 

@@ -90,6 +90,17 @@ enum class ShmStaging { kAuto, kCached, kStreaming };
 const char* to_string(ShmStaging staging);
 ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "streaming"
 
+// How the shared-memory transport moves ordinary (not allocate_shared) buffers between ranks: kStaged —
+// through its staging buffers (each byte copied in by its owner and out by its reader); kSingle — one
+// copy, straight between the ranks' own buffers with Linux cross-memory attach (process_vm_readv /
+// process_vm_writev); kAuto — single copy for the sizes where it was measured faster, staged below
+// (docs/collectives-shm.md). Single copy needs the start-up probe to succeed on every rank (same user,
+// ptrace permitted); otherwise every mode stages. The choice is the same on every rank for a call, and
+// the results are bit-identical in every mode.
+enum class ShmCopy { kAuto, kStaged, kSingle };
+const char* to_string(ShmCopy copy);
+ShmCopy parse_shm_copy(std::string_view name);  // "auto" | "staged" | "single"
+
 struct CommOptions {
   // The backend: a row of backends() (parse_backend() turns the programs' flags into one), or nullptr:
   // host buffers, the first of shm (every rank on one host), hierarchical (several hosts with the same
@@ -104,6 +115,9 @@ struct CommOptions {
   bool progress_thread = true;
   // shm (and the shared-memory part of hierarchical): how staging buffers are written (see ShmStaging).
   ShmStaging shm_staging = ShmStaging::kAuto;
+  // shm (and the shared-memory part of hierarchical): staged or single-copy transfers of ordinary
+  // buffers (see ShmCopy). All ranks must agree on it.
+  ShmCopy shm_copy = ShmCopy::kAuto;
   // Every backend: check that all ranks issue the same collective (op, dtype, count, reduction, root,
   // order) before any data is used; a mismatch fails on every rank with kInvalidArgument naming each
   // rank's call. All ranks must agree on it. The programs' --check-collectives on|off sets it; off only to
@@ -113,6 +127,9 @@ struct CommOptions {
   // (rank r on host r * K / size) as K hosts instead of asking MPI which ranks share a node, so the
   // multi-host backends can be tested on one machine. 0: the real hosts.
   int hosts_for_testing = 0;
+  // TEST SEAM: this rank's start-up probe of cross-memory attach reports it refused (as EPERM would), so
+  // the fallback to staged transfers can be tested where the OS permits it. false: the real probe.
+  bool shm_copy_refused_for_testing = false;
 };
 
 class Communicator {
@@ -189,6 +206,10 @@ struct ShmStagingCounts {
   std::uint64_t direct = 0;
   // Direct reduce_scatters that evicted the lines they read from other ranks (placement-dependent).
   std::uint64_t evicted = 0;
+  // Collectives on ordinary buffers that took the single-copy path (cross-memory attach; see ShmCopy).
+  std::uint64_t single = 0;
+  // Whether the start-up probe found cross-memory attach permitted between every pair of ranks.
+  bool single_permitted = false;
 };
 ShmStagingCounts shm_staging_counts(const Communicator& comm);
 
