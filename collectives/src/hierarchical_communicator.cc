@@ -7,6 +7,7 @@
 #include <map>
 
 #include "mpi_check.h"
+#include "mpi_requests.h"
 #include "reduce.h"
 
 namespace mirror::coll::detail {
@@ -83,12 +84,19 @@ HierarchicalCommunicator::HierarchicalCommunicator(const CommOptions& options, c
       cross_(std::move(cross)),
       notices_(std::make_unique<MpiNotices>(t.comm)) {  // collective: every rank builds it together
   // A rank waiting across hosts stops as soon as any rank announces a failure, and answers it.
-  cross_->serve_as_part([n = notices_.get()] { return n->pending(); });
+  // Rank k across hosts is world rank k * L + local.
+  cross_->serve_as_part([n = notices_.get()] { return n->pending(); },
+                        [n = notices_.get(), L = per_host_, l = local_](int k) { return n->heard_from(k * L + l); });
 }
 
 HierarchicalCommunicator::~HierarchicalCommunicator() {
   stop_queue();
   if (failed()) notices_->keep_comm_on_destroy();  // abandoned notices stay out of later communicators
+  if (cross_->unfinished_transfers() > 0) {  // MPI may still write into these (mpi_requests.h)
+    keep_until_exit(std::move(wide_));
+    keep_until_exit(std::move(t1_));
+    keep_until_exit(std::move(t2_));
+  }
 }
 
 std::vector<Statistic> HierarchicalCommunicator::statistics() const { return intra_->statistics(); }
