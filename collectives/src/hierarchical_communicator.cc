@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "host_names.h"
 #include "mpi_check.h"
 #include "mpi_requests.h"
 #include "reduce.h"
@@ -124,8 +125,8 @@ Error HierarchicalCommunicator::explain(const CollectiveCall& call, const Error&
   stage.swap(stage_);
   if (size_ == 1) return e;
   if (stage.empty()) return explain_collective_failure(*notices_, call, e, options_.timeout, size_);
-  const Error in_stage(e.kind(), call.describe(size_) + " failed on rank " + std::to_string(rank_) + " in its " +
-                                     stage + ": " + e.message(),
+  const std::string where = ranks_with_hosts({rank_}, notices_->host_names());
+  const Error in_stage(e.kind(), call.describe(size_) + " failed on " + where + " in its " + stage + ": " + e.message(),
                        __FILE__, __LINE__);
   return explain_collective_failure(*notices_, call, in_stage, options_.timeout, size_);
 }
