@@ -99,7 +99,6 @@ const std::vector<std::optional<FailureNotice>>& MpiNotices::collect(std::chrono
 
 // --- explain_collective_failure ---
 
-
 Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call, const Error& e,
                                  std::chrono::milliseconds timeout, int size) {
   const int rank = notices.rank();
