@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "host_names.h"
 #include "mpi_check.h"
 #include "mpi_requests.h"
 #include "transport.h"
@@ -26,21 +27,16 @@ MpiNotices::MpiNotices(MPI_Comm group) {
   MIRROR_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   MIRROR_CHECK_MPI(MPI_Comm_size(comm_, &size_));
   heard_.resize(static_cast<std::size_t>(size_));
+  host_names_ = gather_host_names(comm_);
 }
 
 MpiNotices::~MpiNotices() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  // Sends to ranks that never listened (stalled, gone): give them a moment, then let go.
-  const auto until = Clock::now() + std::chrono::milliseconds(100);
-  for (;;) {
-    int done = 1;
-    if (!sends_.empty()) MPI_Testall(static_cast<int>(sends_.size()), sends_.data(), &done, MPI_STATUSES_IGNORE);
-    if (done || Clock::now() >= until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  abandon_requests(sends_);
+  // Sends to ranks that never listened (stalled, gone): give them a moment, then let go; a notice still
+  // on its way keeps its memory.
+  if (abandon_requests(sends_, std::chrono::milliseconds(100)) > 0) keep_until_exit(std::move(outgoing_));
   if (comm_ != MPI_COMM_NULL && !keep_comm_) MPI_Comm_free(&comm_);
 }
 
@@ -48,6 +44,12 @@ bool MpiNotices::pending() {
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, comm_, &flag, MPI_STATUS_IGNORE);
   return flag != 0;
+}
+
+bool MpiNotices::heard_from(int r) {
+  if (r < 0 || r >= size_) return false;
+  drain();
+  return heard_[static_cast<std::size_t>(r)].has_value();
 }
 
 void MpiNotices::announce(const FailureNotice& notice) {
@@ -97,19 +99,12 @@ const std::vector<std::optional<FailureNotice>>& MpiNotices::collect(std::chrono
 
 // --- explain_collective_failure ---
 
-namespace {
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream s;
-  s << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (std::size_t i = 0; i < ranks.size(); ++i) s << (i ? ", " : "") << ranks[i];
-  return s.str();
-}
-}  // namespace
-
 Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call, const Error& e,
                                  std::chrono::milliseconds timeout, int size) {
   const int rank = notices.rank();
   if (size == 1) return e;
+  const std::vector<std::string>& hosts = notices.host_names();
+  const auto named = [&](int r) { return ranks_with_hosts({r}, hosts); };
   // 1. Say what happened here.
   FailureNotice mine;
   mine.from_rank = rank;
@@ -176,8 +171,10 @@ Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call
       if (c) known.push_back(*c);
     }
     m << mismatch_message(*mismatch_seq, known);
-    if (!silent.empty()) m << "; no answer from " << rank_list(silent) << " within " << grace_ms << " ms";
-    m << " (seen on rank " << rank << " in " << call.describe(size) << ")";
+    if (!silent.empty()) {
+      m << "; no answer from " << ranks_with_hosts(silent, hosts, "within " + std::to_string(grace_ms) + " ms");
+    }
+    m << " (seen on " << named(rank) << " in " << call.describe(size) << ")";
     return Error(ErrorKind::kInvalidArgument, m.str(), __FILE__, __LINE__);
   }
   // 4. A timeout or another failure: which ranks are in this collective, which are not.
@@ -185,7 +182,7 @@ Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call
   if (mine.state == FailureNotice::kTimedOut) {
     m << e.message();
   } else {
-    m << call.describe(size) << " failed on rank " << rank << ": ";
+    m << call.describe(size) << " failed on " << named(rank) << ": ";
     const FailureNotice* cause = nullptr;
     for (const auto* n : notes) {
       if (n != &mine && (n->state == FailureNotice::kTimedOut || n->state == FailureNotice::kFailed) &&
@@ -196,11 +193,11 @@ Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call
     if (mine.state == FailureNotice::kFailed) {
       m << e.message();
     } else if (cause && cause->state == FailureNotice::kTimedOut) {
-      m << "rank " << cause->from_rank << " timed out after " << cause->timeout_ms << " ms in "
-        << cause->call.describe(true) << (cause->peer >= 0 ? " waiting for rank " + std::to_string(cause->peer) : "");
+      m << named(cause->from_rank) << " timed out after " << cause->timeout_ms << " ms in "
+        << cause->call.describe(true) << (cause->peer >= 0 ? " waiting for " + named(cause->peer) : "");
       kind = ErrorKind::kTimeout;
     } else if (cause) {
-      m << "rank " << cause->from_rank << " failed in " << cause->call.describe(true) << ": " << cause->text;
+      m << named(cause->from_rank) << " failed in " << cause->call.describe(true) << ": " << cause->text;
       kind = ErrorKind::kRemote;
     } else {
       m << "another rank reported a failure";
@@ -215,15 +212,15 @@ Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call
     if (c->seq == call.seq) {
       in_it.push_back(r);
     } else {
-      elsewhere.push_back("rank " + std::to_string(r) + " (in " + c->describe(true) + ")");
+      elsewhere.push_back(ranks_with_hosts({r}, hosts, "in " + c->describe(true)));
     }
   }
   if (!silent.empty() || !elsewhere.empty()) {
     m << "; did not arrive: ";
     const char* sep = "";
     if (!silent.empty()) {
-      m << rank_list(silent) << " (no answer within " << grace_ms
-        << " ms: stalled outside any collective, or dead)";
+      m << ranks_with_hosts(silent, hosts,
+                            "no answer within " + std::to_string(grace_ms) + " ms: stalled outside any collective, or dead");
       sep = ", ";
     }
     for (const auto& x : elsewhere) {
@@ -233,7 +230,7 @@ Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call
   } else {
     m << "; every rank answered from inside it (a rank is stuck, or the network failed)";
   }
-  m << "; in it: " << rank_list(in_it);
+  m << "; in it: " << ranks_with_hosts(in_it, hosts);
   return Error(kind, m.str(), __FILE__, __LINE__);
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "call.h"
@@ -44,12 +45,17 @@ class MpiNotices {
 
   // A notice from another rank is waiting to be read (MPI_Iprobe; no blocking).
   bool pending();
+  // Whether rank `r` has announced a failure (reads what has arrived; no blocking). A rank announces only
+  // after its own abandoned transfers have been drained (mpi_requests.h).
+  bool heard_from(int r);
   // Sends `notice` to every other rank (non-blocking, at most once per communicator; later calls no-op).
   void announce(const FailureNotice& notice);
   // Reads notices until every other rank has been heard from or `grace` has passed. Returns, per rank,
   // the latest notice heard from it so far (this call and earlier ones); none for ranks not heard from.
   const std::vector<std::optional<FailureNotice>>& collect(std::chrono::milliseconds grace);
   int rank() const { return rank_; }
+  // The host name of every rank of the group, by rank (gathered when this is made): failure messages name them.
+  const std::vector<std::string>& host_names() const { return host_names_; }
   // Do not free the MPI communicator on destruction (after a failure), as MpiTransport::keep_comm_on_destroy.
   void keep_comm_on_destroy() { keep_comm_ = true; }
 
@@ -63,6 +69,7 @@ class MpiNotices {
   std::unique_ptr<FailureNotice> outgoing_;  // stays put until the sends complete
   std::vector<MPI_Request> sends_;
   std::vector<std::optional<FailureNotice>> heard_;
+  std::vector<std::string> host_names_;
 };
 
 // After `call` failed on this rank with `e` (MismatchError, kTimeout — PeerTimeoutError names the peer —,
@@ -72,7 +79,8 @@ class MpiNotices {
 //     kInvalidArgument "ranks issued mismatched collectives at #n: rank 0 <call>, rank 1 <call>, ..."
 //   otherwise the collective, what failed (this rank's own timeout/error, or another rank's), the ranks that
 //     did not arrive (no answer: stalled outside any collective or dead; or in another collective, named)
-//     and the ranks in it; kTimeout when any rank timed out, else kRemote / the error's own kind.
+//     and the ranks in it, each with its host ("did not arrive: ranks 2, 3 (host h1; no answer within ...)");
+//     kTimeout when any rank timed out, else kRemote / the error's own kind.
 Error explain_collective_failure(MpiNotices& notices, const CollectiveCall& call, const Error& e,
                                  std::chrono::milliseconds timeout, int size);
 

@@ -5,7 +5,9 @@
 // index on every host (split by local index, ordered by host), so only the cross-host part uses the
 // network, and the L cross-host groups work in parallel:
 //   allreduce (> 64 KiB): reduce-scatter inside the host (shm), each local rank all-reduces its shard with
-//     its peers on the other hosts (MPI), all-gather inside the host (shm); the n % L tail elements and
+//     its peers on the other hosts (MPI), all-gather inside the host (shm), pipelined in up to 8 pieces (the
+//     network stage of one piece runs on the inner MPI communicator's progress thread while the host
+//     reduces the next piece and gathers the previous one); the n % L tail elements and
 //     small messages: allreduce inside the host, then across hosts. Avg reduces as sum and divides once
 //     at the end; 16-bit floats are widened to float32 first and rounded once (as every host backend).
 //   broadcast (>= 256 KiB): inside the root's host, then each local rank broadcasts its 1/L share from the
@@ -53,12 +55,15 @@ class HierarchicalCommunicator final : public QueuedCommunicator {
   Error explain(const CollectiveCall& call, const Error& e) override;
   void agree(const CollectiveCall& call);
   void do_allreduce(const CollectiveCall& call);
+  void allreduce_in_pieces(const unsigned char* s, unsigned char* d, std::size_t q, DataType acc, ReduceOp op,
+                           ReduceOp call_op);
   void do_broadcast(const CollectiveCall& call);
   void do_allgather(const CollectiveCall& call);
   void do_reduce_scatter(const CollectiveCall& call);
   // The inner communicators, with the stage recorded for explain().
   Communicator& in_host();
   Communicator& across_hosts();
+  std::string across_hosts_stage() const;
   unsigned char* space(std::vector<unsigned char>& v, std::size_t bytes);
 
   CommOptions options_;
@@ -72,6 +77,7 @@ class HierarchicalCommunicator final : public QueuedCommunicator {
   // Executing thread only:
   std::string stage_;  // the stage running now (for explain), empty outside one
   std::vector<unsigned char> wide_, t1_, t2_;
+  std::vector<Work> outstanding_;  // pieces across hosts left running by a failure, waited out in explain()
 };
 
 // The table row (backends.cc).

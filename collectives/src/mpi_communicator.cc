@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mpi_check.h"
+#include "mpi_requests.h"
 #include "reduce.h"
 
 namespace mirror::coll::detail {
@@ -40,11 +41,14 @@ MpiCommunicator::MpiCommunicator(MPI_Comm group, const CommOptions& options)
   }
   notices_ = std::make_unique<MpiNotices>(group);  // collective: every rank builds its communicator together
   transport_->set_interrupt([n = notices_.get()] { return n->pending(); });
+  transport_->set_host_names(notices_->host_names());
+  transport_->set_peer_done([n = notices_.get()](int peer) { return n->heard_from(peer); });
 }
 
-void MpiCommunicator::serve_as_part(std::function<bool()> interrupt) {
+void MpiCommunicator::serve_as_part(std::function<bool()> interrupt, std::function<bool(int)> peer_done) {
   explained_by_owner_ = true;
   transport_->set_interrupt([n = notices_.get(), check = std::move(interrupt)] { return n->pending() || check(); });
+  transport_->set_peer_done(std::move(peer_done));
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -52,6 +56,10 @@ MpiCommunicator::~MpiCommunicator() {
   if (failed()) {  // abandoned messages must not reach a later communicator (see keep_comm_on_destroy)
     transport_->keep_comm_on_destroy();
     notices_->keep_comm_on_destroy();
+  }
+  if (transport_->unfinished() > 0) {  // MPI may still write into these (mpi_requests.h)
+    keep_until_exit(std::move(workspace_));
+    keep_until_exit(std::move(checked_));
   }
 }
 

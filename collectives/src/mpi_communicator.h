@@ -37,8 +37,12 @@ class MpiCommunicator final : public QueuedCommunicator {
   // As a part of a communicator that explains failures itself over all its ranks (hierarchical): waits
   // also stop (kRemote) when `interrupt` says so, and failures are raised as they are, without this
   // communicator's own announce-and-listen (which would keep this rank from answering the owner's
-  // notices for a grace period). Set before the first call.
-  void serve_as_part(std::function<bool()> interrupt);
+  // notices for a grace period); `peer_done(k)` says whether rank k of this group has announced its
+  // failure to the owner. Set before the first call.
+  void serve_as_part(std::function<bool()> interrupt, std::function<bool(int)> peer_done);
+  // Transfers given up on after a failure that MPI had not finished (mpi_requests.h); their buffers, the
+  // caller's included, may still be used by MPI, so an owner keeps its own until the process ends.
+  int unfinished_transfers() const { return transport_->unfinished(); }
 
  private:
   void run(const CollectiveCall& call, const OpContext& ctx) override;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "host_names.h"
 #include "mirror/error.h"
 #include "mpi_check.h"
 #include "mpi_requests.h"
@@ -70,6 +71,12 @@ void MpiTransport::sendrecv(int send_peer, const void* send_data, std::size_t se
   exchange(send_peer, send_data, send_bytes, recv_peer, recv_data, recv_bytes, ctx);
 }
 
+void MpiTransport::abandon(std::vector<MPI_Request>& reqs, std::size_t first_send, int send_peer,
+                           const OpContext& ctx) {
+  const auto let_go = [&](std::size_t i) { return i >= first_send && peer_done_ && peer_done_(send_peer); };
+  unfinished_ += abandon_requests(reqs, abandon_drain(ctx.timeout), let_go);
+}
+
 void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                             void* recv_data, std::size_t recv_bytes, const OpContext& ctx) {
   const int tag = tag_for(ctx);
@@ -85,6 +92,7 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
       post(reqs, false, recv_peer, recv_data, recv_bytes, tag, comm_);
     }
   }
+  const std::size_t first_send = reqs.size();
   if (send_peer >= 0) {
     if (send_bytes == 0) {
       MPI_Request r;
@@ -100,26 +108,26 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
     int done = 0;
     const int rc = MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
-      abandon_requests(reqs);
+      abandon(reqs, first_send, send_peer, ctx);
       MIRROR_THROW(kMpi, ctx.describe() << ": MPI_Testall failed: " << mpi_error_string(rc));
     }
     if (done) return;
     const auto now = Clock::now();
     if (now >= ctx.deadline) {
-      abandon_requests(reqs);
+      abandon(reqs, first_send, send_peer, ctx);
       std::ostringstream peers;
       // (No byte counts: under the consistency check they are those of staging buffers, not the call's.)
-      if (recv_peer >= 0) peers << "receiving from rank " << recv_peer;
-      if (send_peer >= 0) peers << (recv_peer >= 0 ? ", " : "") << "sending to rank " << send_peer;
+      if (recv_peer >= 0) peers << "receiving from " << ranks_with_hosts({recv_peer}, host_names_);
+      if (send_peer >= 0) peers << (recv_peer >= 0 ? ", " : "") << "sending to " << ranks_with_hosts({send_peer}, host_names_);
       std::ostringstream what;
-      what << ctx.describe() << " timed out after " << ctx.timeout.count() << " ms on rank " << rank_ << " while "
-           << peers.str();
+      what << ctx.describe() << " timed out after " << ctx.timeout.count() << " ms on "
+           << ranks_with_hosts({rank_}, host_names_) << " while " << peers.str();
       throw PeerTimeoutError(recv_peer, send_peer, what.str(), __FILE__, __LINE__);
     }
     if (polls < 64) continue;
     // Past the latency spin: look for failure notices now and then (an MPI_Iprobe on another communicator).
     if (interrupt_ && polls % 16 == 0 && interrupt_()) {
-      abandon_requests(reqs);
+      abandon(reqs, first_send, send_peer, ctx);
       MIRROR_THROW(kRemote, ctx.describe() << " on rank " << rank_ << " stopped: another rank reported a failure");
     }
     if (now - start < std::chrono::milliseconds(50)) {

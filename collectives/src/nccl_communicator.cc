@@ -21,6 +21,7 @@
 #include "checked_transport.h"
 #include "communicator_base.h"
 #include "failure_notices.h"
+#include "host_names.h"
 #include "mirror/coll/device.h"
 #include "mirror/coll/runtime.h"
 #include "mpi_check.h"
@@ -128,7 +129,8 @@ void wait_for(NcclState& st, Query query, const std::string& what, std::chrono::
     if (now >= deadline) {
       st.fail(ErrorKind::kTimeout,
               what + " timed out after " + std::to_string(timeout.count()) +
-                  " ms on rank " + std::to_string(st.rank) + "; the NCCL communicator was aborted",
+                  " ms on rank " + std::to_string(st.rank) + " (host " + this_host_name() +
+                  "); the NCCL communicator was aborted",
               __FILE__, __LINE__, &call);
     }
     if (polls < 64) continue;
@@ -240,6 +242,7 @@ NcclCommunicator::NcclCommunicator(const CommOptions& options, int rank, int siz
   if (options_.check_consistency && size_ > 1) {
     check_transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
     check_transport_->set_interrupt([st = state_] { return st->notices_pending(); });
+    check_transport_->set_host_names(state_->notices->host_names());
     checked_ = std::make_unique<CheckedTransport>(*check_transport_);
   }
   MIRROR_CHECK_CUDA(cudaSetDevice(device));

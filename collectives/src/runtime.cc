@@ -5,15 +5,31 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <chrono>
 #include <thread>
 
+#include "host_names.h"
 #include "mpi_check.h"
+#include "topology.h"
 
 namespace mirror::coll {
 namespace {
 MPI_Comm g_local_comm = MPI_COMM_NULL;
 bool g_we_initialized = false;
+std::vector<MpiRuntime::Host> g_hosts;
+
+std::vector<MpiRuntime::Host> find_hosts() {
+  const detail::Topology t = detail::Topology::detect(MPI_COMM_WORLD, 0);
+  const std::vector<std::string> names = detail::gather_host_names(MPI_COMM_WORLD);
+  std::vector<MpiRuntime::Host> hosts(static_cast<std::size_t>(t.hosts));
+  for (int r = 0; r < t.size; ++r) {
+    auto& h = hosts[static_cast<std::size_t>(t.host_of[static_cast<std::size_t>(r)])];
+    if (h.ranks.empty()) h.name = names[static_cast<std::size_t>(r)];
+    h.ranks.push_back(r);
+  }
+  return hosts;
+}
 }  // namespace
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
@@ -27,6 +43,32 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // Errors come back as codes that MIRROR_CHECK_MPI turns into exceptions, instead of aborting inside MPI.
   MIRROR_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MIRROR_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &g_local_comm));
+  g_hosts = find_hosts();
+}
+
+const std::vector<MpiRuntime::Host>& MpiRuntime::hosts() {
+  MIRROR_CHECK(!g_hosts.empty(), kInternal, "MpiRuntime not constructed");
+  return g_hosts;
+}
+
+std::string MpiRuntime::hosts_summary() {
+  const auto& hs = hosts();
+  std::size_t ranks = 0;
+  bool uniform = true;
+  for (const Host& h : hs) {
+    ranks += h.ranks.size();
+    uniform = uniform && h.ranks.size() == hs[0].ranks.size();
+  }
+  std::ostringstream s;
+  s << ranks << " rank" << (ranks == 1 ? "" : "s") << " on " << hs.size() << " host" << (hs.size() == 1 ? "" : "s")
+    << " (";
+  if (uniform && hs.size() > 1) s << hs[0].ranks.size() << " per host: ";
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    s << (i ? ", " : "") << hs[i].name;
+    if (!uniform) s << ": " << hs[i].ranks.size();
+  }
+  s << ")";
+  return s.str();
 }
 
 MpiRuntime::~MpiRuntime() {

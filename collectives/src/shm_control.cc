@@ -10,6 +10,7 @@
 
 #include <sstream>
 
+#include "host_names.h"
 #include "mirror/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -184,7 +185,7 @@ void ShmControl::check_agreement(const CollectiveCall& call) const {
 void ShmControl::throw_timeout(std::uint64_t phase, const OpContext& ctx) const {
   std::ostringstream s;
   s << (ctx.describe ? ctx.describe() : std::string("collective")) << " timed out after " << ctx.timeout.count()
-    << " ms on rank " << rank_ << " (shared-memory transport, step " << phase << "): ";
+    << " ms on rank " << rank_ << " (host " << this_host_name() << ", shared-memory transport, step " << phase << "): ";
   int missing = 0;
   std::ostringstream who;
   for (int r = 0; r < size_; ++r) {

@@ -3,7 +3,8 @@
 # the trainer under mirrorrun; run by CTest (label `cluster`). Each case asserts exit codes, messages and time
 # bounds, that no process is left on any host, and prints the measured times as "FIGURE" lines
 # (docs/reliability.md). Programs from the environment: MIRRORRUN, TRAINER, MIRROR_DATA, MIRROR_CKPT.
-#   link-down   host 1's link goes down mid-training (--timeout 5): ranks 0 and 1 fail naming ranks 2 and 3;
+#   link-down   host 1's link goes down mid-training (--timeout 5): ranks 0 and 1 fail naming ranks 2 and 3
+#               and their host (and their own);
 #               the ranks on host 1 end themselves (both within timeout + 10 s: 6.5 s on a quiet machine,
 #               10.3 s seen on a loaded one); mirrorrun exits non-zero within timeout + 15 s
 #   host-kill   every process of host 1 is killed: the job ends within seconds, naming host 1
@@ -79,7 +80,9 @@ link_down_case() {
   for r in 0 1; do
     line="$(grep "\[rank $r\] error" <<<"$out" | head -1)"
     [ -n "$line" ] || fail "link-down: surviving rank $r printed no error"
-    grep -q "did not arrive: ranks 2, 3" <<<"$line" || fail "link-down: rank $r does not name ranks 2 and 3: $line"
+    grep -q "did not arrive: ranks 2, 3 (host ${HOSTS[1]};" <<<"$line" \
+      || fail "link-down: rank $r does not name ranks 2 and 3 and their host ${HOSTS[1]}: $line"
+    grep -q "rank $r (host ${HOSTS[0]})" <<<"$line" || fail "link-down: rank $r does not name its own host ${HOSTS[0]}: $line"
   done
   grep -q "mirrorrun: a rank reported a fatal error" <<<"$out" || fail "link-down: mirrorrun did not end the hung mpirun"
   [ "$t_err" -ne 0 ] && [ $((t_err - t0)) -le $(( (T + 10) * 1000 )) ] \

@@ -9,7 +9,7 @@
 #   train        trainer (mlp:64, 1 epoch of synthetic data) on 2 hosts x 1 and 2 hosts x 2 ranks, under
 #                mirrorrun and under plain mpirun: the final parameters agree within 1e-5 with the same world
 #                size on one host, and bit for bit between the two launchers; mirror-eval across the hosts gives
-#                the one-host accuracy.
+#                the one-host accuracy; the banner names the hosts and the ranks per host.
 #   collectives  the collectives' MPI test suites (COLL_TESTS) on 2 hosts x 2 ranks.
 #   cleanup      cluster.sh refuses bad input with a clear message; a test that fails, and one killed by
 #                SIGTERM, while a job runs on its hosts leave nothing behind (namespaces, links, holders,
@@ -57,9 +57,10 @@ train_args() {  # CKPT_DIR
   echo --data "$TMP/d.h5" --model mlp:64 --epochs 1 --batch-size 8 --device cpu --progress off --seed 7 \
     --timeout 30 --checkpoint-dir "$1"
 }
-# train_run NAME LAUNCHER HOSTFILE NP — one training job; its final checkpoint is TMP/NAME/final.
+# train_run NAME LAUNCHER HOSTFILE NP HOSTS_LINE — one training job; its banner must have the line HOSTS_LINE
+# (hosts and ranks per host); its final checkpoint is TMP/NAME/final.
 train_run() {
-  local name="$1" launcher="$2" hosts="$3" np="$4" rc=0 out
+  local name="$1" launcher="$2" hosts="$3" np="$4" hosts_line="$5" rc=0 out
   if [ "$launcher" = mirrorrun ]; then
     # shellcheck disable=SC2046
     out="$(timeout 90 "$MIRRORRUN" --hostfile "$hosts" -- "$TRAINER" $(train_args "$TMP/$name") 2>&1)" || rc=$?
@@ -71,6 +72,7 @@ train_run() {
   grep -E "ranks on|checkpoint:" <<<"$out" || true
   [ "$rc" -eq 0 ] || fail "$name: exit $rc: $out"
   grep -q "mirror trainer: $np ranks" <<<"$out" || fail "$name: the banner does not say $np ranks: $out"
+  grep -Eq "^(\[r0\] )?  $hosts_line\$" <<<"$out" || fail "$name: the banner does not say '$hosts_line': $out"
   grep -q "checkpoint: $TMP/$name/" <<<"$out" || fail "$name: rank 0 wrote no checkpoint: $out"
   no_process_on_hosts
   local last
@@ -101,14 +103,15 @@ train_case() {
   local one1="$TMP/one.2" one2="$TMP/one.4"
   echo "${HOSTS[0]} slots=2" >"$one1"
   echo "${HOSTS[0]} slots=4" >"$one2"
-  train_run ref2 mpirun "$one1" 2
-  train_run m21 mirrorrun "$(hostfile 1)" 2
-  train_run p21 mpirun "$(hostfile 1)" 2
+  local h0="${HOSTS[0]}" h1="${HOSTS[1]}"
+  train_run ref2 mpirun "$one1" 2 "2 ranks on 1 host \($h0\)"
+  train_run m21 mirrorrun "$(hostfile 1)" 2 "2 ranks on 2 hosts \(1 per host: $h0, $h1\)"
+  train_run p21 mpirun "$(hostfile 1)" 2 "2 ranks on 2 hosts \(1 per host: $h0, $h1\)"
   same_params ref2 m21 1e-5
   same_params m21 p21 0
-  train_run ref4 mpirun "$one2" 4
-  train_run m22 mirrorrun "$(hostfile 2)" 4
-  train_run p22 mpirun "$(hostfile 2)" 4
+  train_run ref4 mpirun "$one2" 4 "4 ranks on 1 host \($h0\)"
+  train_run m22 mirrorrun "$(hostfile 2)" 4 "4 ranks on 2 hosts \(2 per host: $h0, $h1\)"
+  train_run p22 mpirun "$(hostfile 2)" 4 "4 ranks on 2 hosts \(2 per host: $h0, $h1\)"
   same_params ref4 m22 1e-5
   same_params m22 p22 0
   local across one

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "mirror/coll/half.h"
+#include "mirror/error.h"
 
 namespace mirror::coll::testing {
 
@@ -170,6 +171,21 @@ constexpr double kSentinel = 101.0;  // no correct result has this value
   }
   recv.download();
   return compare(what, recv.host.data(), 0, count, t, ref);
+}
+
+void expect_mismatch_everywhere(Communicator& c, int odd_rank, const std::function<void(Communicator&, bool odd)>& call,
+                                const std::vector<std::string>& fragments) {
+  try {
+    c.barrier();  // #0
+    call(c, c.rank() == odd_rank);
+    c.barrier();
+    ADD_FAILURE() << "rank " << c.rank() << ": mismatched collectives were not detected";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << what;
+    EXPECT_NE(what.find("ranks issued mismatched collectives at #1:"), std::string::npos) << what;
+    for (const auto& f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "missing '" << f << "' in: " << what;
+  }
 }
 
 std::vector<std::string> shm_entries_of(long pid) {

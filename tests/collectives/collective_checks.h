@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,14 @@ inline const std::vector<std::size_t>& small_counts() {
   static const std::vector<std::size_t> v = {0, 1, 7, 1000};
   return v;
 }
+// The consistency check's verdict on a mismatch, for any backend: on a fresh communicator `c`, a good
+// barrier (#0), then `call` (#1; `odd` is true on rank `odd_rank` alone), then a barrier. Every rank must
+// fail (inside either barrier or the call: a rank whose own call completed, e.g. a broadcast root, learns
+// it at the next one; one still finishing barrier #0 when a notice arrives fails there) with
+// kInvalidArgument "ranks issued mismatched collectives at #1:" and every fragment in `fragments`.
+void expect_mismatch_everywhere(Communicator& c, int odd_rank, const std::function<void(Communicator&, bool odd)>& call,
+                                const std::vector<std::string>& fragments);
+
 // The entries of /dev/shm whose name starts as the shared-memory transport's names for process `pid`
 // ("mirror-shm-<pid>-"): its segment and its shared buffers' parts.
 std::vector<std::string> shm_entries_of(long pid);

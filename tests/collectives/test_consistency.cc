@@ -25,27 +25,12 @@ std::unique_ptr<Communicator> make_mpi(bool check = true) {
   return make_communicator(o);
 }
 
-// Runs `call` (collective #1, after a good barrier #0) on every rank; the odd rank out is the last one.
-// Every rank must fail with kInvalidArgument naming the mismatch at #1 and each expected fragment; a rank
-// whose own call completed (e.g. a broadcast root) learns it at its next call (a barrier).
+// Collective #1 mismatched, the odd rank out the last one (collective_checks.h).
 void expect_mismatch_everywhere(const std::function<void(Communicator&, bool odd)>& call,
                                 const std::vector<std::string>& fragments) {
   auto c = make_mpi();
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  const bool odd = c->rank() == c->size() - 1;
-  try {
-    // Barrier #0 is inside: a rank still finishing it when another rank's notice of the mismatch at #1
-    // arrives fails there, with the same message (seen across hosts, tests/cluster).
-    c->barrier();  // #0
-    call(*c, odd);
-    c->barrier();
-    ADD_FAILURE() << "rank " << c->rank() << ": mismatched collectives were not detected";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << what;
-    EXPECT_NE(what.find("ranks issued mismatched collectives at #1:"), std::string::npos) << what;
-    for (const auto& f : fragments) EXPECT_NE(what.find(f), std::string::npos) << "missing '" << f << "' in: " << what;
-  }
+  testing::expect_mismatch_everywhere(*c, c->size() - 1, call, fragments);
 }
 
 TEST(Consistency, DifferentCountSmall) {

@@ -10,6 +10,7 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
 #include "skipped_collective.h"
+#include "world_hosts.h"
 
 namespace mirror::coll {
 namespace {
@@ -28,6 +29,8 @@ void expect_timeout(const Error& e, const std::string& op) {
   EXPECT_NE(what.find(op + " #1 "), std::string::npos) << what;  // #0 succeeded, #1 is the skipped one
   EXPECT_NE(what.find("16 bytes"), std::string::npos) << what;
   EXPECT_NE(what.find("did not arrive: rank 0 (last issued: " + op + " #0"), std::string::npos) << what;
+  const std::string host = "(host " + testing::this_host() + ", shared-memory transport";  // all on this host
+  EXPECT_NE(what.find(host), std::string::npos) << "expected '" << host << "' in: " << what;
 }
 
 TEST(ShmTimeout, SkippedBlockingCollectiveTimesOut) {

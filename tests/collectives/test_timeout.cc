@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
 #include "skipped_collective.h"
+#include "world_hosts.h"
 
 namespace mirror::coll {
 namespace {
@@ -23,13 +25,21 @@ std::unique_ptr<Communicator> make_short_timeout(std::string transport = std::st
   return make_communicator(o);
 }
 
-// "did not arrive: rank 0 (no answer ...)" and "in it: ranks 1, 2, 3" (every rank but 0).
-void expect_rank0_missing(const Error& e, int size) {
+// "did not arrive: rank 0 (host H0; no answer ...)" and "in it: ranks 1, 2, 3 (host ...)" (every rank but 0,
+// then their hosts), and this rank named with its host ("on rank 2 (host H2)" or "failed on rank 2 (host H2)").
+void expect_rank0_missing(const Error& e, int rank, const std::vector<std::string>& hosts) {
   const std::string what = e.what();
-  EXPECT_NE(what.find("did not arrive: rank 0 (no answer within"), std::string::npos) << what;
+  const int size = static_cast<int>(hosts.size());
+  EXPECT_NE(what.find("did not arrive: rank 0 (host " + hosts[0] + "; no answer within"), std::string::npos) << what;
   std::string in_it = size == 2 ? "in it: rank 1" : "in it: ranks 1";
   for (int r = 2; r < size; ++r) in_it += ", " + std::to_string(r);
-  EXPECT_NE(what.find(in_it), std::string::npos) << "expected '" << in_it << "' in: " << what;
+  const auto at = what.find(in_it + " (host");
+  EXPECT_NE(at, std::string::npos) << "expected '" << in_it << " (host' in: " << what;
+  for (int r = 1; r < size && at != std::string::npos; ++r) {
+    EXPECT_NE(what.find(hosts[static_cast<std::size_t>(r)], at), std::string::npos) << "host of rank " << r << ": " << what;
+  }
+  const std::string me = "rank " + std::to_string(rank) + " (host " + hosts[static_cast<std::size_t>(rank)];
+  EXPECT_NE(what.find(me), std::string::npos) << "expected '" << me << "' in: " << what;
 }
 
 void expect_timeout(const Error& e, const std::string& op) {
@@ -54,20 +64,22 @@ TEST(Timeout, SkippedAsyncCollectiveTimesOutInWait) {
 TEST(Timeout, MpiTransportNamesTheMissingRank) {
   auto c = make_short_timeout(std::string("mpi"));
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  const int size = c->size();
-  testing::run_skipped_blocking(*c, [size](const Error& e) {
+  const int rank = c->rank();
+  const std::vector<std::string> hosts = testing::world_hosts();  // on every rank, before the skip
+  testing::run_skipped_blocking(*c, [rank, &hosts](const Error& e) {
     expect_timeout(e, "allreduce");
-    expect_rank0_missing(e, size);
+    expect_rank0_missing(e, rank, hosts);
   }, false);
 }
 
 TEST(Timeout, MpiTransportAsyncNamesTheMissingRank) {
   auto c = make_short_timeout(std::string("mpi"));
   if (c->size() == 1) GTEST_SKIP() << "needs 2 or more ranks";
-  const int size = c->size();
-  testing::run_skipped_async(*c, [size](const Error& e) {
+  const int rank = c->rank();
+  const std::vector<std::string> hosts = testing::world_hosts();  // on every rank, before the skip
+  testing::run_skipped_async(*c, [rank, &hosts](const Error& e) {
     expect_timeout(e, "allreduce");
-    expect_rank0_missing(e, size);
+    expect_rank0_missing(e, rank, hosts);
   });
 }
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # eval_ckpt.sh — mirror-eval and mirror-ckpt on checkpoints made by a short trainer run: list/inspect/verify/diff,
 # evaluation under 1 and 3 ranks giving the same per-sample predictions with every test sample exactly once,
-# accuracy consistent with the prediction file, and the corrupt-file cases.
+# accuracy consistent with the prediction file, and the corrupt-file cases. The trainer's banner names the host.
 source "$(dirname "$0")/../scripts/lib.sh"
 synth_data "$TMP/d.h5"
 mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 2 --batch-size 16 --progress off \
-  --checkpoint-dir "$TMP/ck" --metrics "$TMP/m.jsonl" >/dev/null
+  --checkpoint-dir "$TMP/ck" --metrics "$TMP/m.jsonl" >"$TMP/train.out"
+# The banner's hosts line, against this machine's own name.
+grep -qx "  2 ranks on 1 host ($(hostname))" "$TMP/train.out" \
+  || fail "banner: no '2 ranks on 1 host ($(hostname))' line: $(head -3 "$TMP/train.out")"
 
 out="$("$MIRROR_CKPT" list "$TMP/ck")"
 echo "$out" | grep -Eq "ckpt-00000030.h5 +30 +1 .*valid" || fail "list: $out"

@@ -16,6 +16,7 @@
 
 #include "batch_tensor.h"
 #include "mirror/agreed_error.h"
+#include "mirror/coll/runtime.h"
 #include "mirror/error.h"
 #include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
@@ -250,6 +251,7 @@ void Trainer::print_banner() const {
     << coll::transport_name(*ctx_.gradients)
     << (grad_memory_.data() || wire_memory_.data() ? ", in a shared buffer" : "") << ") as "
     << grad_dtype_text() << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
+  o << "  " << coll::MpiRuntime::hosts_summary() << "\n";
   if (!shared_memory_failed_.empty())
     o << "  warning: " << (grad_memory_.data() || wire_memory_.data() ? "parameters" : "gradients")
       << " in ordinary memory (slower collectives): " << shared_memory_failed_ << "\n";

@@ -20,6 +20,9 @@
 // mirror::Error(kTimeout) naming the collective, its sequence number and its size. After any failed
 // collective (timeout, MPI/NCCL error) the communicator is unusable: later calls throw, naming the first
 // failure (the nccl backend aborts its NCCL communicator before raising). Make a new one to go on.
+// A failed call's buffers may be freed once it has thrown: the host backends cancel its transfers and wait
+// for those already under way to end (up to clamp(timeout / 4, 100 ms, 2 s)); only a transfer from a peer
+// that stalls in the middle of a message can outlast that.
 //
 // Reductions: float16/bfloat16 accumulate in float32 on the host backend and are rounded once. Integer
 // sum/prod wrap around; integer avg is the sum divided by size() truncating toward zero (C++ division).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mirror::coll {
 
@@ -22,6 +23,17 @@ class MpiRuntime {
   static int local_size();
   static std::string hostname();
   static bool initialized();
+
+  // The job's hosts, found when the runtime was made (the shared-memory split of the world, as the
+  // backends' topology; names from MPI_Get_processor_name), in the order of their lowest world rank.
+  struct Host {
+    std::string name;
+    std::vector<int> ranks;  // world ranks, ascending
+  };
+  static const std::vector<Host>& hosts();
+  // One line for banners: "4 ranks on 2 hosts (2 per host: a, b)", "3 ranks on 2 hosts (a: 2, b: 1)",
+  // "2 ranks on 1 host (vm)".
+  static std::string hosts_summary();
 
   // Ends every rank of the job with `code` (MPI_Abort, after 250 ms in which the other ranks that failed in
   // the same collective can print their own error); used by main() after printing an error.
