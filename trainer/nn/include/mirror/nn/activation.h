@@ -16,6 +16,8 @@ class ReLU final : public Layer {
 
   std::string kind() const override { return "relu"; }
   Shape output_sample_shape(const Shape& input_sample_shape) const override { return input_sample_shape; }
+  // Element-wise, so any layout: y and dx in x's.
+  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 
