@@ -3,7 +3,8 @@
 // whose layers hand blocked tensors on computes what the same layers compute when every tensor between them is
 // NCHW (each layer wrapped so that it takes no blocked input: the path test_nn_conv_layers, test_nn_batch_norm
 // and test_nn_layers check against plain loops): logits, every gradient and the running statistics, in training
-// and in evaluation; a probe checks that blocked tensors really flowed. Also Tensor::set_layout's checks.
+// and in evaluation; a probe checks that blocked tensors really flowed. A ReLU before a max pooling, absorbed by
+// it (chain_fusion.h), gives bit for bit what the two layers give apart. Also Tensor::set_layout's checks.
 #include <gtest/gtest.h>
 
 #include "layer_checks.h"
@@ -12,7 +13,9 @@
 #include "mirror/nn/batch_norm2d.h"
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/global_avg_pool2d.h"
+#include "mirror/nn/flatten.h"
 #include "mirror/nn/linear.h"
+#include "mirror/nn/max_pool2d.h"
 #include "mirror/nn/model.h"
 #include "mirror/nn/residual.h"
 #include "reference.h"
@@ -140,6 +143,48 @@ TEST(BlockedLayouts, AResNetWithBlockedTensorsComputesWhatTheNchwOneDoes) {
   fast.model->set_training(false);
   ref.model->set_training(false);
   expect_near_all(fast.model->forward(xt).to_host(), ref.model->forward(xt).to_host(), 1e-5, "evaluation logits");
+}
+
+// conv 3→16, BN, ReLU, max pool 2×2 (BN's output blocked, so the pool gets it through a bridge), conv 16→8,
+// ReLU, max pool 3×3 stride 2 padding 1, flatten, Linear. apart: every layer wrapped, so no ReLU is absorbed.
+std::unique_ptr<Model> pooled_cnn(bool apart, std::vector<const ReLU*>& relus) {
+  const Device cpu{};
+  auto wrap = [apart](std::unique_ptr<Layer> l) -> std::unique_ptr<Layer> {
+    return apart ? std::make_unique<NchwOnly>(std::move(l)) : std::move(l);
+  };
+  auto relu = [&] {
+    auto r = std::make_unique<ReLU>(cpu);
+    relus.push_back(r.get());
+    return wrap(std::move(r));
+  };
+  std::vector<NamedLayer> layers;
+  layers.push_back({"conv1", wrap(std::make_unique<Conv2d>(3, 16, 3, 3, 1, 1, 1, 1, true, cpu))});
+  layers.push_back({"bn1", wrap(std::make_unique<BatchNorm2d>(16, cpu))});
+  layers.push_back({"relu1", relu()});
+  layers.push_back({"pool1", wrap(std::make_unique<MaxPool2d>(2, 2, 2, 2, 0, 0, cpu))});
+  layers.push_back({"conv2", wrap(std::make_unique<Conv2d>(16, 8, 3, 3, 1, 1, 1, 1, true, cpu))});
+  layers.push_back({"relu2", relu()});
+  layers.push_back({"pool2", wrap(std::make_unique<MaxPool2d>(3, 3, 2, 2, 1, 1, cpu))});
+  layers.push_back({"flatten", wrap(std::make_unique<Flatten>())});
+  layers.push_back({"fc", wrap(std::make_unique<Linear>(8 * 3 * 3, 10, cpu))});
+  auto m = std::make_unique<Model>(std::move(layers), Shape{3, 10, 10}, 10, cpu, "pooled cnn");
+  m->init_parameters(5);
+  return m;
+}
+
+TEST(ReluAbsorption, AReluBeforeMaxPoolingIsAbsorbedBitForBit) {
+  std::vector<const ReLU*> fast_relus, apart_relus;
+  auto fast = pooled_cnn(false, fast_relus), apart = pooled_cnn(true, apart_relus);
+  for (const ReLU* r : fast_relus) EXPECT_TRUE(r->absorbed());
+  for (const ReLU* r : apart_relus) EXPECT_FALSE(r->absorbed());
+  const Tensor xt = host_tensor(random_vector(4 * 300, 21), {4, 3, 10, 10});
+  const Tensor dl = host_tensor(random_vector(4 * 10, 22), {4, 10});
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(fast->forward(xt).to_host(), apart->forward(xt).to_host()) << "logits, step " << step;
+    fast->backward(dl);
+    apart->backward(dl);
+    EXPECT_EQ(fast->grads_to_host(), apart->grads_to_host()) << "gradients, step " << step;
+  }
 }
 
 TEST(BlockedLayouts, SetLayoutChecksShapeAndResizeResetsIt) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "chain_fusion.h"
 #include "init.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
@@ -83,6 +84,9 @@ void Model::lay_out() {
                "model '" << description_ << "' ends in samples of shape " << to_string(shape) << ", not the "
                          << classes_ << " class scores its data needs");
   first_param_.push_back(infos_.size());
+  std::vector<Layer*> chain;
+  for (auto& layer : layers_) chain.push_back(layer.get());
+  detail::absorb_relus(chain);
   for (std::size_t l = 0; l <= layers_.size(); ++l) bridges_.push_back(std::make_unique<detail::LayoutBridge>());
   for (std::size_t l = 0; l < layers_.size(); ++l)
     layers_[l]->set_blocked_output(l + 1 < layers_.size() && layers_[l + 1]->accepts_blocked());

@@ -3,6 +3,7 @@
 // chain as through a model (layout_bridge.h).
 #include "mirror/nn/residual.h"
 
+#include "chain_fusion.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
@@ -57,6 +58,11 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
   output_ = body_out;
   to_body_ = std::make_unique<detail::LayoutConverter>();
   to_shortcut_ = std::make_unique<detail::LayoutConverter>();
+  for (std::vector<Child>* chain : {&body_, &shortcut_}) {
+    std::vector<Layer*> layers;
+    for (Child& c : *chain) layers.push_back(c.layer.get());
+    detail::absorb_relus(layers);
+  }
   set_blocked_output(false);
   std::size_t p = 0, b = 0;
   for (Child* c : children()) {

@@ -92,6 +92,11 @@ class Layer {
   virtual bool accepts_blocked() const { return false; }
   virtual void set_blocked_output(bool allowed) { blocked_output_ = allowed; }
 
+  // A ReLU comes right before this layer in a chain (model.cc, residual.cc): returns true when the layer now
+  // applies that ReLU itself, to its output (max pooling: max∘relu = relu∘max exactly, on the smaller tensor),
+  // and the chain then runs the ReLU as the identity (chain_fusion.h). Called once, before the first forward.
+  virtual bool absorb_preceding_relu() { return false; }
+
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
