@@ -49,6 +49,46 @@ void channel_sums(const BnBatch& b, F f, const float* post, std::vector<double>&
   });
 }
 
+// Two sums in one pass: out1[c] = Σ f1(i, c) and out2[c] = Σ f2(i, c) · post2[c], each as channel_sums gives.
+template <std::int64_t B, typename F1, typename F2>
+void blocked_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                   std::vector<double>& out2) {
+  out1.assign(b.channels, 0.0);
+  out2.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    std::array<double, B> a1{}, a2{};
+    for (std::int64_t i = 0; i < b.area; ++i)
+#pragma omp simd
+      for (std::int64_t l = 0; l < B; ++l) {
+        a1[l] += f1(off + i * B + l, c0 + l);
+        a2[l] += f2(off + i * B + l, c0 + l);
+      }
+    for (std::int64_t l = 0; l < B; ++l) {
+      out1[c0 + l] += a1[l];
+      out2[c0 + l] += a2[l] * post2[c0 + l];
+    }
+  });
+}
+
+template <typename F1, typename F2>
+void channel_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                   std::vector<double>& out2) {
+  if (b.block == 8) return blocked_sums2<8>(b, f1, f2, post2, out1, out2);
+  if (b.block == 16) return blocked_sums2<16>(b, f1, f2, post2, out1, out2);
+  out1.assign(b.channels, 0.0);
+  out2.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c) {
+    double p1 = 0.0, p2 = 0.0;
+#pragma omp simd reduction(+ : p1, p2)
+    for (std::int64_t i = 0; i < b.area; ++i) {
+      p1 += f1(off + i, c);
+      p2 += f2(off + i, c);
+    }
+    out1[c] += p1;
+    out2[c] += p2 * post2[c];
+  });
+}
+
 // out = g(in..., c) element-wise, c the channel of each element.
 template <std::int64_t B, typename G>
 void blocked_map(const BnBatch& b, G g) {
@@ -91,13 +131,13 @@ class CpuBatchNorm final : public BatchNormKernels {
   void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                      const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) override {
     const float *__restrict g = dy, *__restrict in = x;
-    channel_sums(b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g[i]); }, nullptr, sdy);
     std::vector<double> m(b.channels);
     for (std::int64_t c = 0; c < b.channels; ++c) m[c] = static_cast<double>(mean.hi[c]) + mean.lo[c];
     const double* mp = m.data();
-    channel_sums(b,
-                 [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g[i]) * (in[i] - mp[c]); },
-                 inv_std.data(), sdyx);
+    channel_sums2(
+        b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g[i]); },
+        [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g[i]) * (in[i] - mp[c]); },
+        inv_std.data(), sdy, sdyx);
   }
 
   void normalise(const BnBatch& b, const float* x, const BnChannelMean& mean, const std::vector<float>& scale,
