@@ -22,19 +22,10 @@ namespace dc = dnnl_cpu;
 // channel (an image model's first layer) and for 1×1 kernels (a plain GEMM without im2col: resnet's projections).
 bool blocked_layouts(const Conv2dGeometry& g) { return g.in_channels >= 8 && g.kernel_h * g.kernel_w > 1; }
 
-dc::tag tag_of(Layout layout) {
-  switch (layout) {
-    case Layout::kNChw8c: return dc::tag::nChw8c;
-    case Layout::kNChw16c: return dc::tag::nChw16c;
-    case Layout::kNchw: break;
-  }
-  return dc::tag::nchw;
-}
-
 // The Mirror layout that is exactly `md` (a blocked one only when the channels fill the blocks), else kNchw.
 Layout layout_of(const dnnl::memory::desc& md, const dc::dims& d) {
   for (Layout l : {Layout::kNChw8c, Layout::kNChw16c})
-    if (d[1] % channel_block(l) == 0 && md == dc::plain(d, tag_of(l))) return l;
+    if (d[1] % channel_block(l) == 0 && md == dc::plain(d, dc::tag_of(l))) return l;
   return Layout::kNchw;
 }
 
@@ -111,7 +102,7 @@ class OneDnnConv2d final : public Conv2dKernels {
     const dc::dims src_dims(p.x_shape.begin(), p.x_shape.end()), dst_dims(p.y_shape.begin(), p.y_shape.end()),
         w_dims{g.out_channels, g.in_channels, g.kernel_h, g.kernel_w};
     // src: x as it comes; dst: NCHW until the primitive shows which layout it wants.
-    const auto src = dc::plain(src_dims, tag_of(p.x_layout)), weights = dc::plain(w_dims, dc::tag::oihw);
+    const auto src = dc::plain(src_dims, dc::tag_of(p.x_layout)), weights = dc::plain(w_dims, dc::tag::oihw);
     auto dst = dc::plain(dst_dims, dc::tag::nchw);
     const bool blocked = p.layout == ConvLayout::kBlocked ||
                          (p.layout == ConvLayout::kAuto && (blocked_layouts(g) || p.x_layout != Layout::kNchw));
@@ -137,7 +128,7 @@ class OneDnnConv2d final : public Conv2dKernels {
         dnnl::convolution_backward_weights::desc(algo, src_a, w_a, bias, dst_a, strides, pad, pad), dc::engine(),
         fwd_pd);
     y_layout_ = p.blocked_output ? layout_of(fwd_pd.dst_desc(), dst_dims) : Layout::kNchw;
-    dst = dc::plain(dst_dims, tag_of(y_layout_));
+    dst = dc::plain(dst_dims, dc::tag_of(y_layout_));
     forward_ = dnnl::convolution_forward(fwd_pd);
     backward_data_ = dnnl::convolution_backward_data(bwd_pd);
     backward_weights_ = dnnl::convolution_backward_weights(bww_pd);

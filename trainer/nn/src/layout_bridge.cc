@@ -5,20 +5,8 @@
 #include "mirror/error.h"
 
 namespace mirror::nn::detail {
-namespace {
 
 namespace dc = dnnl_cpu;
-
-dc::tag tag_of(Layout layout) {
-  switch (layout) {
-    case Layout::kNChw8c: return dc::tag::nChw8c;
-    case Layout::kNChw16c: return dc::tag::nChw16c;
-    case Layout::kNchw: break;
-  }
-  return dc::tag::nchw;
-}
-
-}  // namespace
 
 struct LayoutConverter::Reorder {
   Shape shape;
@@ -49,8 +37,8 @@ void LayoutConverter::run(const Tensor& x, Layout to, Tensor& out) {
       r->shape = x.shape();
       r->from = x.layout();
       r->to = to;
-      r->from_md = dc::plain(d, tag_of(x.layout()));
-      r->to_md = dc::plain(d, tag_of(to));
+      r->from_md = dc::plain(d, dc::tag_of(x.layout()));
+      r->to_md = dc::plain(d, dc::tag_of(to));
       r->primitive = dnnl::reorder(dnnl::reorder::primitive_desc(dc::engine(), r->from_md, dc::engine(), r->to_md));
       reorder_ = std::move(r);
     }
