@@ -159,6 +159,55 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, BnShapes,
                          ::testing::Values(BnCase{4, 3, 5, 6}, BnCase{1, 5, 3, 7}, BnCase{3, 7, 2, 2},
                                            BnCase{2, 1, 9, 4}));
 
+// Blocked batches (nChw8c / nChw16c, built by the index formula of tensor.h): y and dx come back in the same
+// layout and, read back by that formula, match the double reference and its central differences.
+TEST(BatchNorm2dBlocked, BlockedBatchesMatchTheReferenceInTrainingAndEvaluation) {
+  for (const BnCase k : {BnCase{3, 16, 5, 7}, BnCase{2, 8, 3, 3}, BnCase{1, 32, 4, 4}})
+    for (const Layout layout : {Layout::kNChw8c, Layout::kNChw16c})
+      for (const bool training : {true, false}) {
+        if (k.c % channel_block(layout) != 0) continue;
+        SCOPED_TRACE(to_string(k.shape()) + " " + to_string(layout) + (training ? " training" : " evaluation"));
+        BnFixture f(k);
+        f.layer.set_training(training);
+        const auto rm0 = f.running_mean, rv0 = f.running_var;
+        const auto xd = to_double(f.x), gd = to_double(f.gamma), bd = to_double(f.beta);
+        const BnStats running{to_double(rm0), to_double(rv0)};
+        const auto stats = [&](const std::vector<double>& x) { return training ? batch_stats_ref(k, x) : running; };
+        const Tensor xb = testing::blocked_tensor(f.x, k.shape(), layout);
+        const Tensor& y = f.layer.forward(xb);
+        EXPECT_EQ(y.layout(), layout);
+        expect_close(testing::nchw_values(y), normalise_ref(k, xd, stats(xd), gd, bd, 1e-5), 2e-5, "y");
+        if (training) {
+          const double m = static_cast<double>(k.n * k.h * k.w);
+          const BnStats s = stats(xd);
+          for (std::int64_t c = 0; c < k.c; ++c) {
+            EXPECT_NEAR(f.running_mean[c], 0.9 * rm0[c] + 0.1 * s.mean[c], 1e-6) << "running_mean " << c;
+            EXPECT_NEAR(f.running_var[c], 0.9 * rv0[c] + 0.1 * s.var[c] * m / (m - 1), 1e-6) << "running_var " << c;
+          }
+        }
+        const auto r = random_vector(k.numel(), 41);
+        const Tensor* dx = f.layer.backward(testing::blocked_tensor(r, k.shape(), layout), GradMode::kOverwrite, true, {});
+        ASSERT_NE(dx, nullptr);
+        EXPECT_EQ(dx->layout(), layout);
+        auto loss = [&](const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& b) {
+          return weighted(normalise_ref(k, x, stats(x), g, b, 1e-5), r);
+        };
+        const double h = 1e-4;
+        expect_close(testing::nchw_values(*dx), central_differences([&](const auto& v) { return loss(v, gd, bd); }, xd, h),
+                     2e-4, "dx");
+        expect_close(f.dgamma, central_differences([&](const auto& v) { return loss(xd, v, bd); }, gd, h), 1e-4,
+                     "dgamma");
+        expect_close(f.dbeta, central_differences([&](const auto& v) { return loss(xd, gd, v); }, bd, h), 1e-4, "dbeta");
+      }
+}
+
+TEST(BatchNorm2dBlocked, RefusesADyInAnotherLayout) {
+  BnFixture f(BnCase{2, 8, 3, 3});
+  const Tensor xb = testing::blocked_tensor(f.x, f.k.shape(), Layout::kNChw8c);
+  f.layer.forward(xb);
+  EXPECT_THROW(f.layer.backward(host_tensor(f.x, f.k.shape()), GradMode::kOverwrite, true, {}), Error);
+}
+
 TEST(BatchNorm2d, DeclaresParametersAndBuffers) {
   BatchNorm2d bn(7, Device{});
   const auto p = bn.parameter_specs();

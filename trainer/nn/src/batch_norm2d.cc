@@ -114,7 +114,7 @@ void BatchNorm2d::set_statistics(const std::vector<double>& mean, const std::vec
 }
 
 void BatchNorm2d::batch_statistics(const Tensor& x) {
-  const detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3)};
+  const detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())};
   std::vector<double> sum, m2;
   kernels_->sums(b, x.data(), sum);
   double count = static_cast<double>(b.n * b.area);
@@ -161,7 +161,8 @@ const Tensor& BatchNorm2d::forward(const Tensor& x) {
   std::vector<float> scale(channels_);
   for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
   y_.resize(x.shape());
-  kernels_->normalise({x.dim(0), channels_, x.dim(2) * x.dim(3)}, x.data(), mean_, scale,
+  y_.set_layout(x.layout());
+  kernels_->normalise({x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())}, x.data(), mean_, scale,
                       read(device_, bias_.value, channels_), y_.data());
   return y_;
 }
@@ -171,7 +172,10 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   MIRROR_CHECK(dy.shape() == x_->shape(), kInvalidArgument,
                "batchnorm2d backward expects dy of shape " << to_string(x_->shape()) << ", got "
                                                            << to_string(dy.shape()));
-  const detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3)};
+  MIRROR_CHECK(dy.layout() == x_->layout(), kInternal,
+               "batchnorm2d backward expects dy in layout " << to_string(x_->layout()) << ", got "
+                                                            << to_string(dy.layout()));
+  const detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
   std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
   kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
   const bool accumulate = mode == GradMode::kAccumulate;
@@ -206,6 +210,7 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   }
   for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
   dx_.resize(dy.shape());
+  dx_.set_layout(dy.layout());
   kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   return &dx_;
 }

@@ -1,88 +1,162 @@
-// batch_norm2d_cpu.cc — BatchNorm2d's CPU loops (batch_norm2d_kernels.h), vectorised by the compiler (omp simd
-// over each H×W plane; plane sums in double lanes). For NCHW data oneDNN 2.6 has only its non-JIT
-// ncsp_bnorm, which mirror-layer-bench measured about 3x slower than these loops (docs/compute.md).
+// batch_norm2d_cpu.cc — BatchNorm2d's CPU loops (batch_norm2d_kernels.h), vectorised by the compiler, over NCHW
+// (omp simd over each H×W plane; plane sums in double lanes) or over oneDNN's channel-blocked layouts nChw8c /
+// nChw16c (tensor.h: the b channels of a block are the b lanes of each pixel, so every loop runs over whole
+// vectors of b channels with their per-channel constants held in registers; sums in b double lanes per block).
+// For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
+// than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
+#include <array>
+
 #include "batch_norm2d_kernels.h"
 
 namespace mirror::nn::detail {
 namespace {
 
-// out[c] = Σ over samples and the plane of f(value, c).
+constexpr std::int64_t kMaxBlock = 16;
+
+// Calls f(n, c0, p, lanes) for every run of the batch: NCHW gives one plane (channel c0, `area` values of stride
+// 1, lanes 1); a blocked layout gives one block (channels c0 .. c0 + b − 1, `area` pixels of b lanes each).
 template <typename F>
-void channel_sums(const BnBatch& b, const float* x, F f, std::vector<double>& out) {
-  out.assign(b.channels, 0.0);
+void for_each_run(const BnBatch& b, F f) {
+  const std::int64_t per_sample = b.channels / b.block;
   for (std::int64_t n = 0; n < b.n; ++n)
-    for (std::int64_t c = 0; c < b.channels; ++c) {
-      const float* __restrict plane = x + (n * b.channels + c) * b.area;
-      double p = 0.0;
+    for (std::int64_t r = 0; r < per_sample; ++r) f((n * per_sample + r) * b.area * b.block, r * b.block);
+}
+
+// out[c] = Σ over samples and pixels of f(i, c) (i the element's offset, c its channel), in double; each run's
+// sum is multiplied by post[c] (when not null) as it is added.
+template <std::int64_t B, typename F>
+void blocked_sums(const BnBatch& b, F f, const float* post, std::vector<double>& out) {
+  out.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    std::array<double, B> acc{};
+    for (std::int64_t i = 0; i < b.area; ++i)
+#pragma omp simd
+      for (std::int64_t l = 0; l < B; ++l) acc[l] += f(off + i * B + l, c0 + l);
+    for (std::int64_t l = 0; l < B; ++l) out[c0 + l] += post ? acc[l] * post[c0 + l] : acc[l];
+  });
+}
+
+template <typename F>
+void channel_sums(const BnBatch& b, F f, const float* post, std::vector<double>& out) {
+  if (b.block == 8) return blocked_sums<8>(b, f, post, out);
+  if (b.block == 16) return blocked_sums<16>(b, f, post, out);
+  out.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c) {
+    double p = 0.0;
 #pragma omp simd reduction(+ : p)
-      for (std::int64_t i = 0; i < b.area; ++i) p += f(plane[i], c);
-      out[c] += p;
+    for (std::int64_t i = 0; i < b.area; ++i) p += f(off + i, c);
+    out[c] += post ? p * post[c] : p;
+  });
+}
+
+// Two sums in one pass: out1[c] = Σ f1(i, c) and out2[c] = Σ f2(i, c) · post2[c], each as channel_sums gives.
+template <std::int64_t B, typename F1, typename F2>
+void blocked_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                   std::vector<double>& out2) {
+  out1.assign(b.channels, 0.0);
+  out2.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    std::array<double, B> a1{}, a2{};
+    for (std::int64_t i = 0; i < b.area; ++i)
+#pragma omp simd
+      for (std::int64_t l = 0; l < B; ++l) {
+        a1[l] += f1(off + i * B + l, c0 + l);
+        a2[l] += f2(off + i * B + l, c0 + l);
+      }
+    for (std::int64_t l = 0; l < B; ++l) {
+      out1[c0 + l] += a1[l];
+      out2[c0 + l] += a2[l] * post2[c0 + l];
     }
+  });
+}
+
+template <typename F1, typename F2>
+void channel_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                   std::vector<double>& out2) {
+  if (b.block == 8) return blocked_sums2<8>(b, f1, f2, post2, out1, out2);
+  if (b.block == 16) return blocked_sums2<16>(b, f1, f2, post2, out1, out2);
+  out1.assign(b.channels, 0.0);
+  out2.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c) {
+    double p1 = 0.0, p2 = 0.0;
+#pragma omp simd reduction(+ : p1, p2)
+    for (std::int64_t i = 0; i < b.area; ++i) {
+      p1 += f1(off + i, c);
+      p2 += f2(off + i, c);
+    }
+    out1[c] += p1;
+    out2[c] += p2 * post2[c];
+  });
+}
+
+// out = g(in..., c) element-wise, c the channel of each element.
+template <std::int64_t B, typename G>
+void blocked_map(const BnBatch& b, G g) {
+  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    for (std::int64_t i = 0; i < b.area; ++i)
+#pragma omp simd
+      for (std::int64_t l = 0; l < B; ++l) g(off + i * B + l, c0 + l);
+  });
+}
+
+template <typename G>
+void channel_map(const BnBatch& b, G g) {
+  if (b.block == 8) return blocked_map<8>(b, g);
+  if (b.block == 16) return blocked_map<16>(b, g);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c) {
+#pragma omp simd
+    for (std::int64_t i = 0; i < b.area; ++i) g(off + i, c);
+  });
 }
 
 class CpuBatchNorm final : public BatchNormKernels {
  public:
   void sums(const BnBatch& b, const float* x, std::vector<double>& out) override {
-    channel_sums(b, x, [](float v, std::int64_t) { return static_cast<double>(v); }, out);
+    const float* __restrict in = x;
+    channel_sums(b, [in](std::int64_t i, std::int64_t) { return static_cast<double>(in[i]); }, nullptr, out);
   }
 
   void squared_deviations(const BnBatch& b, const float* x, const std::vector<double>& mean,
                           std::vector<double>& out) override {
-    channel_sums(b, x,
-                 [&mean](float v, std::int64_t c) {
-                   const double d = v - mean[c];
+    const float* __restrict in = x;
+    const double* m = mean.data();
+    channel_sums(b,
+                 [in, m](std::int64_t i, std::int64_t c) {
+                   const double d = in[i] - m[c];
                    return d * d;
                  },
-                 out);
+                 nullptr, out);
   }
 
   void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                      const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) override {
-    channel_sums(b, dy, [](float g, std::int64_t) { return static_cast<double>(g); }, sdy);
-    sdyx.assign(b.channels, 0.0);
-    for (std::int64_t n = 0; n < b.n; ++n)
-      for (std::int64_t c = 0; c < b.channels; ++c) {
-        const std::int64_t off = (n * b.channels + c) * b.area;
-        const float* __restrict g = dy + off;
-        const float* __restrict in = x + off;
-        const double m = static_cast<double>(mean.hi[c]) + mean.lo[c];
-        double p = 0.0;
-#pragma omp simd reduction(+ : p)
-        for (std::int64_t i = 0; i < b.area; ++i) p += static_cast<double>(g[i]) * (in[i] - m);
-        sdyx[c] += p * inv_std[c];
-      }
+    const float *__restrict g = dy, *__restrict in = x;
+    std::vector<double> m(b.channels);
+    for (std::int64_t c = 0; c < b.channels; ++c) m[c] = static_cast<double>(mean.hi[c]) + mean.lo[c];
+    const double* mp = m.data();
+    channel_sums2(
+        b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g[i]); },
+        [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g[i]) * (in[i] - mp[c]); },
+        inv_std.data(), sdy, sdyx);
   }
 
   void normalise(const BnBatch& b, const float* x, const BnChannelMean& mean, const std::vector<float>& scale,
                  const std::vector<float>& shift, float* y) override {
-    for (std::int64_t n = 0; n < b.n; ++n)
-      for (std::int64_t c = 0; c < b.channels; ++c) {
-        const std::int64_t off = (n * b.channels + c) * b.area;
-        const float* __restrict in = x + off;
-        float* __restrict out = y + off;
-        const float s = scale[c], t = shift[c], hi = mean.hi[c], lo = mean.lo[c];
-#pragma omp simd
-        for (std::int64_t i = 0; i < b.area; ++i) out[i] = ((in[i] - hi) - lo) * s + t;
-      }
+    const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(), *s = scale.data(), *t = shift.data();
+    float* __restrict out = y;
+    channel_map(b, [=](std::int64_t i, std::int64_t c) { out[i] = ((in[i] - hi[c]) - lo[c]) * s[c] + t[c]; });
   }
 
   void input_gradient(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                       const std::vector<float>& inv_std, const std::vector<float>& scale,
                       const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) override {
-    for (std::int64_t n = 0; n < b.n; ++n)
-      for (std::int64_t c = 0; c < b.channels; ++c) {
-        const std::int64_t off = (n * b.channels + c) * b.area;
-        const float* __restrict g = dy + off;
-        const float* __restrict in = x + off;
-        float* __restrict out = dx + off;
-        const float hi = mean.hi[c], lo = mean.lo[c], is = inv_std[c], s = scale[c], md = mean_dy[c],
-                    mdx = mean_dyx[c];
-#pragma omp simd
-        for (std::int64_t i = 0; i < b.area; ++i) {
-          const float xhat = ((in[i] - hi) - lo) * is;
-          out[i] = s * (g[i] - md - xhat * mdx);
-        }
-      }
+    const float *__restrict g = dy, *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(),
+                *is = inv_std.data(), *s = scale.data(), *md = mean_dy.data(), *mdx = mean_dyx.data();
+    float* __restrict out = dx;
+    channel_map(b, [=](std::int64_t i, std::int64_t c) {
+      const float xhat = ((in[i] - hi[c]) - lo[c]) * is[c];
+      out[i] = s[c] * (g[i] - md[c] - xhat * mdx[c]);
+    });
   }
 };
 

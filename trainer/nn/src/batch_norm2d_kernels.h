@@ -15,6 +15,7 @@ namespace mirror::nn::detail {
 
 struct BnBatch {
   std::int64_t n = 0, channels = 0, area = 0;  // area = H·W
+  std::int64_t block = 1;  // channel block of the layout (tensor.h): 1 for NCHW, 8 or 16 (CPU only)
 };
 
 // BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is

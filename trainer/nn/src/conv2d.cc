@@ -65,16 +65,21 @@ void Conv2d::init_parameter(std::size_t local_index, std::span<float> values, st
   }
 }
 
-detail::Conv2dKernels& Conv2d::kernels_for(const Shape& x_shape, const Shape& y_shape) {
-  if (kernels_ && kernels_shape_ == x_shape) return *kernels_;
-  const detail::Conv2dProblem problem{geo_, has_bias_, layout_, x_shape, y_shape, device_};
+detail::Conv2dKernels& Conv2d::kernels_for(const Tensor& x, const Shape& y_shape) {
+  if (kernels_ && kernels_shape_ == x.shape() && kernels_layout_ == x.layout() &&
+      kernels_blocked_output_ == blocked_output_)
+    return *kernels_;
+  const detail::Conv2dProblem problem{geo_,    has_bias_,  layout_,         x.shape(), y_shape,
+                                      device_, x.layout(), blocked_output_};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_conv2d_cuda(problem) : detail::make_conv2d_cpu(problem);
 #else
   detail::require_cpu(device_);
   kernels_ = detail::make_conv2d_cpu(problem);
 #endif
-  kernels_shape_ = x_shape;
+  kernels_shape_ = x.shape();
+  kernels_layout_ = x.layout();
+  kernels_blocked_output_ = blocked_output_;
   return *kernels_;
 }
 
@@ -84,9 +89,10 @@ const Tensor& Conv2d::forward(const Tensor& x) {
                "conv2d needs a batch [N, " << geo_.in_channels << ", H, W], got " << to_string(x.shape()));
   const Shape out = output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
   const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
-  detail::Conv2dKernels& k = kernels_for(x.shape(), y_shape);
+  detail::Conv2dKernels& k = kernels_for(x, y_shape);
   x_ = &x;
   y_.resize(y_shape);
+  y_.set_layout(k.y_layout());
   k.forward(x.data(), weight_.value, has_bias_ ? bias_.value : nullptr, y_.data());
   return y_;
 }
@@ -95,6 +101,8 @@ const Tensor* Conv2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   MIRROR_CHECK(x_ != nullptr && kernels_, kInternal, "conv2d backward called before forward");
   MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,
                "conv2d backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
+  MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,
+               "conv2d backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy.layout()));
   kernels_->backward_weights(x_->data(), dy.data(), weight_.grad, has_bias_ ? bias_.grad : nullptr,
                              mode == GradMode::kAccumulate);
   if (grad_ready) {
@@ -103,6 +111,7 @@ const Tensor* Conv2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   }
   if (!need_dx) return nullptr;
   dx_.resize(x_->shape());
+  dx_.set_layout(x_->layout());
   kernels_->backward_data(dy.data(), weight_.value, dx_.data());
   return &dx_;
 }

@@ -1,6 +1,8 @@
 // conv2d_cpu.cc — Conv2d's CPU kernels (conv2d_kernels.h) through oneDNN's convolution primitives: forward,
-// backward data, backward weights + bias. Tensors between layers stay plain NCHW / OIHW; inside, a layer
-// whose shape profits lets oneDNN pick blocked layouts and reorders to and from them (blocked_layouts).
+// backward data, backward weights + bias. Weights stay OIHW in Mirror's buffers. A layer whose shape profits
+// lets oneDNN pick blocked layouts (format_tag::any, so the ISA decides: nChw8c on AVX2, nChw16c on AVX-512);
+// x comes NCHW or blocked (from the layer before), and y is left in oneDNN's blocked layout when the model allows
+// it (Conv2dProblem::blocked_output), else reordered to NCHW. Reorders only where the layouts differ.
 // kAccumulate: oneDNN overwrites its outputs, so the gradients go to scratch first and are added.
 #include <vector>
 
@@ -20,9 +22,18 @@ namespace dc = dnnl_cpu;
 // channel (an image model's first layer) and for 1×1 kernels (a plain GEMM without im2col: resnet's projections).
 bool blocked_layouts(const Conv2dGeometry& g) { return g.in_channels >= 8 && g.kernel_h * g.kernel_w > 1; }
 
+// The Mirror layout that is exactly `md` (a blocked one only when the channels fill the blocks), else kNchw.
+Layout layout_of(const dnnl::memory::desc& md, const dc::dims& d) {
+  for (Layout l : {Layout::kNChw8c, Layout::kNChw16c})
+    if (d[1] % channel_block(l) == 0 && md == dc::plain(d, dc::tag_of(l))) return l;
+  return Layout::kNchw;
+}
+
 class OneDnnConv2d final : public Conv2dKernels {
  public:
   explicit OneDnnConv2d(const Conv2dProblem& p) : has_bias_(p.bias) { dc::run("conv2d", [&] { build(p); }); }
+
+  Layout y_layout() const override { return y_layout_; }
 
   void forward(const float* x, const float* w, const float* b, float* y) override {
     dc::run("conv2d forward", [&] {
@@ -90,13 +101,16 @@ class OneDnnConv2d final : public Conv2dKernels {
     weight_numel_ = static_cast<std::size_t>(g.out_channels * g.in_channels * g.kernel_h * g.kernel_w);
     const dc::dims src_dims(p.x_shape.begin(), p.x_shape.end()), dst_dims(p.y_shape.begin(), p.y_shape.end()),
         w_dims{g.out_channels, g.in_channels, g.kernel_h, g.kernel_w};
-    const auto src = dc::plain(src_dims, dc::tag::nchw), weights = dc::plain(w_dims, dc::tag::oihw),
-               dst = dc::plain(dst_dims, dc::tag::nchw);
-    const bool blocked = p.layout == ConvLayout::kBlocked || (p.layout == ConvLayout::kAuto && blocked_layouts(g));
+    // src: x as it comes; dst: NCHW until the primitive shows which layout it wants.
+    const auto src = dc::plain(src_dims, dc::tag_of(p.x_layout)), weights = dc::plain(w_dims, dc::tag::oihw);
+    auto dst = dc::plain(dst_dims, dc::tag::nchw);
+    const bool blocked = p.layout == ConvLayout::kBlocked ||
+                         (p.layout == ConvLayout::kAuto && (blocked_layouts(g) || p.x_layout != Layout::kNchw));
     const auto any = [&](const dc::dims& d, const dnnl::memory::desc& plain) {
       return blocked ? dc::plain(d, dc::tag::any) : plain;
     };
-    const auto src_a = any(src_dims, src), w_a = any(w_dims, weights), dst_a = any(dst_dims, dst);
+    const auto src_a = any(src_dims, dc::plain(src_dims, dc::tag::nchw)), w_a = any(w_dims, weights),
+               dst_a = any(dst_dims, dst);
     bias_md_ = dc::plain({g.out_channels}, dc::tag::x);
     const dnnl::memory::desc no_bias;
     const dnnl::memory::desc& bias = has_bias_ ? bias_md_ : no_bias;
@@ -113,6 +127,8 @@ class OneDnnConv2d final : public Conv2dKernels {
     const auto bww_pd = dnnl::convolution_backward_weights::primitive_desc(
         dnnl::convolution_backward_weights::desc(algo, src_a, w_a, bias, dst_a, strides, pad, pad), dc::engine(),
         fwd_pd);
+    y_layout_ = p.blocked_output ? layout_of(fwd_pd.dst_desc(), dst_dims) : Layout::kNchw;
+    dst = dc::plain(dst_dims, dc::tag_of(y_layout_));
     forward_ = dnnl::convolution_forward(fwd_pd);
     backward_data_ = dnnl::convolution_backward_data(bwd_pd);
     backward_weights_ = dnnl::convolution_backward_weights(bww_pd);
@@ -128,6 +144,7 @@ class OneDnnConv2d final : public Conv2dKernels {
   }
 
   bool has_bias_;
+  Layout y_layout_ = Layout::kNchw;
   std::int64_t out_channels_ = 0;
   std::size_t weight_numel_ = 0;
   dnnl::memory::desc bias_md_;

@@ -19,6 +19,8 @@ class Conv2dKernels {
   virtual void backward_weights(const float* x, const float* dy, float* dw, float* db, bool accumulate) = 0;
   // dx = the input gradient from dy and w.
   virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
+  // Layout of y (and so of dy) as forward writes it; x and dx are in Conv2dProblem::x_layout.
+  virtual Layout y_layout() const { return Layout::kNchw; }
 };
 
 struct Conv2dProblem {
@@ -27,6 +29,8 @@ struct Conv2dProblem {
   ConvLayout layout = ConvLayout::kAuto;
   Shape x_shape, y_shape;  // [N, C, H, W], [N, O, OH, OW]
   Device device;
+  Layout x_layout = Layout::kNchw;  // of x (and dx)
+  bool blocked_output = false;      // y may be given in a blocked layout (the next layer takes it)
 };
 
 std::unique_ptr<Conv2dKernels> make_conv2d_cpu(const Conv2dProblem& problem);

@@ -17,6 +17,15 @@ dnnl::stream& stream() {
 
 dnnl::memory::desc plain(const dims& d, tag t) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t); }
 
+tag tag_of(Layout layout) {
+  switch (layout) {
+    case Layout::kNChw8c: return tag::nChw8c;
+    case Layout::kNChw16c: return tag::nChw16c;
+    case Layout::kNchw: break;
+  }
+  return tag::nchw;
+}
+
 dnnl::memory wrap(const dnnl::memory::desc& md, const float* data) {
   return dnnl::memory(md, engine(), const_cast<float*>(data));  // oneDNN's handle is non-const; inputs stay read
 }

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "mirror/nn/tensor.h"
+
 namespace mirror::nn::detail::dnnl_cpu {
 
 using dims = dnnl::memory::dims;
@@ -21,6 +23,8 @@ dnnl::stream& stream();
 
 // f32 descriptor of a plain (row-major) tensor with these dims and format (nchw, oihw, x, nc, ...).
 dnnl::memory::desc plain(const dims& d, tag t);
+// oneDNN's tag of a Mirror layout (tensor.h): nchw, nChw8c, nChw16c.
+tag tag_of(Layout layout);
 // A oneDNN memory object over memory Mirror owns (no copy; `data` must outlive its use).
 dnnl::memory wrap(const dnnl::memory::desc& md, const float* data);
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 
+#include "chain_fusion.h"
 #include "init.h"
+#include "layout_bridge.h"
 #include "mirror/error.h"
 #include "mirror/nn/activation.h"
 #include "mirror/nn/linear.h"
@@ -82,6 +84,12 @@ void Model::lay_out() {
                "model '" << description_ << "' ends in samples of shape " << to_string(shape) << ", not the "
                          << classes_ << " class scores its data needs");
   first_param_.push_back(infos_.size());
+  std::vector<Layer*> chain;
+  for (auto& layer : layers_) chain.push_back(layer.get());
+  detail::absorb_relus(chain);
+  for (std::size_t l = 0; l <= layers_.size(); ++l) bridges_.push_back(std::make_unique<detail::LayoutBridge>());
+  for (std::size_t l = 0; l < layers_.size(); ++l)
+    layers_[l]->set_blocked_output(l + 1 < layers_.size() && layers_[l + 1]->accepts_blocked());
 
   params_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
   grads_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
@@ -212,11 +220,11 @@ const Tensor& Model::forward(const Tensor& x, const ForwardContext& context) {
   batch_ = x.dim(0);
   context_ = context;
   const Tensor* h = &x;
-  for (auto& layer : layers_) {
-    layer->set_forward_context(&context_);
-    h = &layer->forward(*h);
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l]->set_forward_context(&context_);
+    h = &layers_[l]->forward(bridges_[l]->input(*h, layers_[l]->accepts_blocked()));
   }
-  return *h;
+  return bridges_.back()->input(*h, false);
 }
 
 void Model::backward(const Tensor& dlogits, GradMode mode, const GradReadyFn& on_grad_ready) {
@@ -225,13 +233,13 @@ void Model::backward(const Tensor& dlogits, GradMode mode, const GradReadyFn& on
                "model backward expects dlogits [" << batch_ << ", " << classes_ << "] on " << to_string(device_)
                                                   << ", got " << to_string(dlogits.shape()) << " on "
                                                   << to_string(dlogits.device()));
-  const Tensor* dy = &dlogits;
+  const Tensor* dy = bridges_.back()->gradient(&dlogits);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const bool need_dx = first_param_[l] > 0;  // some earlier layer has parameters
     const std::size_t base = first_param_[l];
     LayerGradReady ready;
     if (on_grad_ready) ready = [&](std::size_t local) { on_grad_ready(base + local); };
-    dy = layers_[l]->backward(*dy, mode, need_dx, ready);
+    dy = bridges_[l]->gradient(layers_[l]->backward(*dy, mode, need_dx, ready));
     if (!need_dx) break;
   }
 }

@@ -1,6 +1,6 @@
 // pool2d.cc — mirror/nn/pool2d.h: window checks and shapes; the arithmetic is the device's Pool2dKernels
-// (pool2d_kernels.h: oneDNN on the CPU, cuDNN on CUDA), built per input shape and training flag and rebuilt
-// when either changes.
+// (pool2d_kernels.h: loops on the CPU, cuDNN on CUDA), built per input shape and training flag and rebuilt
+// when either changes. A ReLU absorbed by max pooling runs on the pooled output (ops::relu_*).
 #include "mirror/nn/pool2d.h"
 
 #include "mirror/nn/avg_pool2d.h"
@@ -9,12 +9,14 @@
 #include "backend.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#include "mirror/nn/ops.h"
 #include "pool2d_kernels.h"
 
 namespace mirror::nn {
 
 Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
-    : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device) {
+    : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device), pooled_({0}, device),
+      dy_pooled_({0}, device) {
   MIRROR_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 && w.pad_w >= 0 &&
                    2 * w.pad_h <= w.kernel_h && 2 * w.pad_w <= w.kernel_w,
                kInvalidArgument,
@@ -55,9 +57,20 @@ const Tensor& Pool2d::forward(const Tensor& x) {
   const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
   detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, training());
   y_.resize(y_shape);
-  k.forward(x.data(), y_.data());
+  if (relu_after_) {
+    pooled_.resize(y_shape);
+    k.forward(x.data(), pooled_.data());
+    ops::relu_forward(device_, pooled_.data(), y_.data(), y_.numel());
+  } else {
+    k.forward(x.data(), y_.data());
+  }
   x_ = training() ? &x : nullptr;
   return y_;
+}
+
+bool Pool2d::absorb_preceding_relu() {
+  relu_after_ = mode_ == PoolMode::kMax;
+  return relu_after_;
 }
 
 const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
@@ -66,7 +79,13 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
                kind() << " backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
   if (!need_dx) return nullptr;
   dx_.resize(x_->shape());
-  kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
+  if (relu_after_) {
+    dy_pooled_.resize(dy.shape());
+    ops::relu_backward(device_, y_.data(), dy.data(), dy_pooled_.data(), dy.numel());
+    kernels_->backward(x_->data(), pooled_.data(), dy_pooled_.data(), dx_.data());
+  } else {
+    kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
+  }
   return &dx_;
 }
 

@@ -1,7 +1,10 @@
-// residual.cc — mirror/nn/residual.h: two chains over one input, their outputs added (copy + axpy), their
-// parameters and buffers concatenated body first.
+// residual.cc — mirror/nn/residual.h: two chains over one input, their outputs added (one pass on the CPU,
+// copy + axpy on CUDA), their parameters and buffers concatenated body first. Blocked layouts pass through each
+// chain as through a model (layout_bridge.h).
 #include "mirror/nn/residual.h"
 
+#include "chain_fusion.h"
+#include "layout_bridge.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
@@ -20,7 +23,18 @@ std::vector<NamedLayer> build_chain(const std::vector<LayerDescription>& layers,
   return chain;
 }
 
+// out = a + b over n floats (CPU).
+void add_cpu(const float* __restrict a, const float* __restrict b, float* __restrict out, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
 }  // namespace
+
+void Residual::allow_blocked(std::vector<Child>& chain, bool last) {
+  for (std::size_t i = 0; i < chain.size(); ++i)
+    chain[i].layer->set_blocked_output(i + 1 < chain.size() ? chain[i + 1].layer->accepts_blocked() : last);
+}
 
 Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcut, Shape input, Device device,
                    const std::string& name)
@@ -29,11 +43,12 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
   Shape body_out = input_, shortcut_out = input_;
   for (NamedLayer& l : body) {
     body_out = l.layer->output_sample_shape(body_out);
-    body_.push_back({"body." + l.name, std::move(l.layer)});
+    body_.push_back({"body." + l.name, std::move(l.layer), 0, 0, 0, 0, std::make_unique<detail::LayoutBridge>()});
   }
   for (NamedLayer& l : shortcut) {
     shortcut_out = l.layer->output_sample_shape(shortcut_out);
-    shortcut_.push_back({"shortcut." + l.name, std::move(l.layer)});
+    shortcut_.push_back(
+        {"shortcut." + l.name, std::move(l.layer), 0, 0, 0, 0, std::make_unique<detail::LayoutBridge>()});
   }
   MIRROR_CHECK(body_out == shortcut_out, kInvalidArgument,
                "residual block '" << name << "': the body gives samples of shape " << to_string(body_out)
@@ -41,6 +56,14 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
                                   << (shortcut_.empty() ? " (the identity)" : "")
                                   << "; they must match to be added");
   output_ = body_out;
+  to_body_ = std::make_unique<detail::LayoutConverter>();
+  to_shortcut_ = std::make_unique<detail::LayoutConverter>();
+  for (std::vector<Child>* chain : {&body_, &shortcut_}) {
+    std::vector<Layer*> layers;
+    for (Child& c : *chain) layers.push_back(c.layer.get());
+    detail::absorb_relus(layers);
+  }
+  set_blocked_output(false);
   std::size_t p = 0, b = 0;
   for (Child* c : children()) {
     c->first_param = p;
@@ -50,6 +73,14 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
     c->buffers = c->layer->buffer_specs().size();
     b += c->buffers;
   }
+}
+
+Residual::~Residual() = default;
+
+void Residual::set_blocked_output(bool allowed) {
+  Layer::set_blocked_output(allowed);
+  allow_blocked(body_, allowed);
+  allow_blocked(shortcut_, allowed);
 }
 
 std::unique_ptr<Layer> Residual::create(const LayerArgs& args) {
@@ -117,19 +148,30 @@ const Tensor& Residual::run_chain(std::vector<Child>& chain, const Tensor& x) {
   for (Child& c : chain) {
     c.layer->set_training(training());
     c.layer->set_forward_context(context_);
-    h = &c.layer->forward(*h);
+    h = &c.layer->forward(c.bridge->input(*h, c.layer->accepts_blocked()));
   }
   return *h;
 }
 
 const Tensor& Residual::forward(const Tensor& x) {
   const Tensor& body = run_chain(body_, x);
-  const Tensor& shortcut = run_chain(shortcut_, x);
-  MIRROR_CHECK(body.numel() == shortcut.numel(), kInternal,
-               "residual branches gave " << to_string(body.shape()) << " and " << to_string(shortcut.shape()));
+  const Tensor* shortcut = &run_chain(shortcut_, x);
+  MIRROR_CHECK(body.numel() == shortcut->numel(), kInternal,
+               "residual branches gave " << to_string(body.shape()) << " and " << to_string(shortcut->shape()));
+  x_layout_ = x.layout();
+  shortcut_layout_ = shortcut->layout();
+  if (shortcut_layout_ != body.layout()) {
+    to_body_->run(*shortcut, body.layout(), shortcut_y_);
+    shortcut = &shortcut_y_;
+  }
   y_.resize(body.shape());
-  copy_device_to_device(device_, y_.data(), body.data(), static_cast<std::size_t>(body.numel()) * sizeof(float));
-  ops::axpy(device_, y_.numel(), 1.0f, shortcut.data(), y_.data());
+  if (device_.is_cpu()) {
+    add_cpu(body.data(), shortcut->data(), y_.data(), y_.numel());
+    y_.set_layout(body.layout());
+  } else {
+    copy_device_to_device(device_, y_.data(), body.data(), static_cast<std::size_t>(body.numel()) * sizeof(float));
+    ops::axpy(device_, y_.numel(), 1.0f, shortcut->data(), y_.data());
+  }
   return y_;
 }
 
@@ -140,7 +182,7 @@ const Tensor* Residual::backward_chain(std::vector<Child>& chain, const Tensor& 
     Child& c = chain[i];
     LayerGradReady ready;
     if (grad_ready) ready = [&grad_ready, base = c.first_param](std::size_t local) { grad_ready(base + local); };
-    d = c.layer->backward(*d, mode, i > 0 || need_dx, ready);
+    d = c.bridge->gradient(c.layer->backward(*d, mode, i > 0 || need_dx, ready));
   }
   return d;
 }
@@ -148,15 +190,29 @@ const Tensor* Residual::backward_chain(std::vector<Child>& chain, const Tensor& 
 const Tensor* Residual::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
   MIRROR_CHECK(dy.numel() == y_.numel(), kInvalidArgument,
                "residual backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
-  // The shortcut's parameters come after the body's: its gradients first, for decreasing indices.
-  const Tensor* d_shortcut = backward_chain(shortcut_, dy, mode, need_dx, grad_ready);
-  if (need_dx) {  // keep the shortcut's dx: the body's backward may reuse buffers of its own only
-    dx_.resize(d_shortcut->shape());
-    copy_device_to_device(device_, dx_.data(), d_shortcut->data(), static_cast<std::size_t>(dx_.numel()) * sizeof(float));
+  MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,
+               "residual backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy.layout()));
+  const Tensor* dy_shortcut = &dy;
+  if (shortcut_layout_ != dy.layout()) {
+    to_shortcut_->run(dy, shortcut_layout_, shortcut_dy_);
+    dy_shortcut = &shortcut_dy_;
   }
+  // The shortcut's parameters come after the body's: its gradients first, for decreasing indices. Both dx are in
+  // x's layout, and the body's backward writes only buffers of its own layers, so d_shortcut stays valid.
+  const Tensor* d_shortcut = backward_chain(shortcut_, *dy_shortcut, mode, need_dx, grad_ready);
   const Tensor* d_body = backward_chain(body_, dy, mode, need_dx, grad_ready);
   if (!need_dx) return nullptr;
-  ops::axpy(device_, dx_.numel(), 1.0f, d_body->data(), dx_.data());
+  MIRROR_CHECK(d_body->layout() == d_shortcut->layout(), kInternal,
+               "residual branches gave dx in layouts " << to_string(d_body->layout()) << " and "
+                                                       << to_string(d_shortcut->layout()));
+  dx_.resize(d_body->shape());
+  if (device_.is_cpu()) {
+    add_cpu(d_body->data(), d_shortcut->data(), dx_.data(), dx_.numel());
+    dx_.set_layout(x_layout_);
+  } else {
+    copy_device_to_device(device_, dx_.data(), d_shortcut->data(), static_cast<std::size_t>(dx_.numel()) * sizeof(float));
+    ops::axpy(device_, dx_.numel(), 1.0f, d_body->data(), dx_.data());
+  }
   return &dx_;
 }
 

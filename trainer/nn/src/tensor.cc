@@ -136,6 +136,33 @@ void Tensor::resize(const Shape& shape) {
   data_ = static_cast<float*>(buffer_.data());
   shape_ = shape;
   numel_ = n;
+  layout_ = Layout::kNchw;
+}
+
+std::int64_t channel_block(Layout layout) {
+  switch (layout) {
+    case Layout::kNChw8c: return 8;
+    case Layout::kNChw16c: return 16;
+    case Layout::kNchw: break;
+  }
+  return 1;
+}
+
+const char* to_string(Layout layout) {
+  switch (layout) {
+    case Layout::kNChw8c: return "nChw8c";
+    case Layout::kNChw16c: return "nChw16c";
+    case Layout::kNchw: break;
+  }
+  return "nchw";
+}
+
+void Tensor::set_layout(Layout layout) {
+  const std::int64_t b = channel_block(layout);
+  MIRROR_CHECK(b == 1 || (device_.is_cpu() && shape_.size() == 4 && shape_[1] % b == 0), kInvalidArgument,
+               "layout " << to_string(layout) << " needs a 4-D CPU tensor with channels a multiple of " << b
+                         << ", got " << to_string(shape_) << " on " << to_string(device_));
+  layout_ = layout;
 }
 
 void Tensor::copy_from_host(std::span<const float> host) {

@@ -48,6 +48,8 @@ class BatchNorm2d final : public Layer {
   // x: [N, C, H, W]. Training: batch statistics (kInvalidArgument when a channel has a single value over the
   // whole, possibly global, batch: its variance is undefined), running statistics updated. Evaluation:
   // running statistics, nothing updated.
+  // Blocked inputs on the CPU (y and dx in x's layout).
+  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor& forward(const Tensor& x) override;
   // Reports β (index 1) and γ (index 0), then computes dx when need_dx (synchronised: one reducer->sum of 2·C
   // values, after the two reports). Forward, synchronised: two reducer->sum calls (C + 1, then C values).

@@ -23,9 +23,9 @@ struct Conv2dGeometry {
   std::int64_t pad_h = 0, pad_w = 0;
 };
 
-// Layouts inside the layer (its inputs and outputs are NCHW either way): kAuto picks blocked for kernels
-// larger than 1×1 over 8 or more input channels (measured, conv2d.cc); kPlain / kBlocked force one
-// (benchmarks, tests).
+// Layouts of oneDNN's primitives inside the layer: kAuto picks blocked for kernels larger than 1×1 over 8 or
+// more input channels, and whenever the input comes blocked (measured, conv2d_cpu.cc); kPlain / kBlocked force
+// one (benchmarks, tests). Inputs and outputs are NCHW unless the model lets blocked tensors through (layer.h).
 enum class ConvLayout { kAuto, kPlain, kBlocked };
 
 class Conv2d final : public Layer {
@@ -49,6 +49,8 @@ class Conv2d final : public Layer {
   // Weight: He uniform U(-b, b), b = sqrt(6 / fan_in), fan_in = in·kh·kw (as Linear); bias: zeros.
   void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
 
+  // Blocked inputs on the CPU; y is blocked when allowed (set_blocked_output) and oneDNN's kernels want it.
+  bool accepts_blocked() const override { return device_.is_cpu(); }
   // x: [N, in, H, W].
   const Tensor& forward(const Tensor& x) override;
   // Reports bias (index 1, when present) and weight (index 0), then computes dx when need_dx.
@@ -58,7 +60,7 @@ class Conv2d final : public Layer {
   bool has_bias() const { return has_bias_; }
 
  private:
-  detail::Conv2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape);
+  detail::Conv2dKernels& kernels_for(const Tensor& x, const Shape& y_shape);
 
   Conv2dGeometry geo_;
   bool has_bias_;
@@ -68,7 +70,9 @@ class Conv2d final : public Layer {
   const Tensor* x_ = nullptr;  // input of the last forward
   Tensor y_, dx_;
   std::unique_ptr<detail::Conv2dKernels> kernels_;
-  Shape kernels_shape_;  // the input shape kernels_ were built for
+  Shape kernels_shape_;  // the input shape, layout and output choice kernels_ were built for
+  Layout kernels_layout_ = Layout::kNchw;
+  bool kernels_blocked_output_ = false;
 };
 
 }  // namespace mirror::nn

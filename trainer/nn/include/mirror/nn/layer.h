@@ -84,6 +84,19 @@ class Layer {
   // Set by the model before every forward; valid for the duration of that forward (and its backward).
   void set_forward_context(const ForwardContext* context) { context_ = context; }
 
+  // Channel-blocked layouts (tensor.h's Layout) between CPU layers. accepts_blocked: forward takes x in a
+  // blocked layout (and then returns dx in x's layout); a model converts a blocked tensor to NCHW before a
+  // layer that does not (layout_bridge.h). set_blocked_output: the model allows the layer to give its output in a
+  // blocked layout when the next layer accepts it; by default (a layer used alone) outputs are NCHW. Either way
+  // dy arrives in the layout of the output and dx leaves in the layout of the input.
+  virtual bool accepts_blocked() const { return false; }
+  virtual void set_blocked_output(bool allowed) { blocked_output_ = allowed; }
+
+  // A ReLU comes right before this layer in a chain (model.cc, residual.cc): returns true when the layer now
+  // applies that ReLU itself, to its output (max pooling: max∘relu = relu∘max exactly, on the smaller tensor),
+  // and the chain then runs the ReLU as the identity (chain_fusion.h). Called once, before the first forward.
+  virtual bool absorb_preceding_relu() { return false; }
+
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
@@ -98,6 +111,7 @@ class Layer {
 
  protected:
   bool training_ = true;
+  bool blocked_output_ = false;
   const ForwardContext* context_ = nullptr;  // null in unit tests: seed 0, step 0, no ids, no reducer
 };
 

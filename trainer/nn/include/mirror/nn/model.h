@@ -20,6 +20,10 @@
 
 namespace mirror::nn {
 
+namespace detail {
+class LayoutBridge;  // src/layout_bridge.h
+}  // namespace detail
+
 struct ParamInfo {
   std::string name;      // "fc1.weight"
   Shape shape;           // [512, 784]
@@ -137,6 +141,8 @@ class Model {
   Device device_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> layer_names_;
+  // One per layer (NCHW for a layer that takes no blocked tensors), plus one that gives the logits in NCHW.
+  std::vector<std::unique_ptr<detail::LayoutBridge>> bridges_;
   std::vector<Shape> output_shapes_;
   std::vector<std::size_t> first_param_;  // global index of each layer's first parameter
   std::vector<ParamInfo> infos_;

@@ -34,6 +34,9 @@ class Pool2d : public Layer {
   // x: [N, C, H, W]. In training, max pooling keeps which element won each window for backward.
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+  // Max pooling takes over a ReLU before it: y = relu(max(x)), the same values and gradients as max(relu(x))
+  // (the winner of a window with a positive maximum is the same; any other window passes no gradient either way).
+  bool absorb_preceding_relu() override;
 
   const Pool2dWindow& window() const { return window_; }
   PoolMode mode() const { return mode_; }
@@ -49,7 +52,8 @@ class Pool2d : public Layer {
   PoolMode mode_;
   Device device_;
   const Tensor* x_ = nullptr;  // input of the last forward when it was a training forward, else null
-  Tensor y_, dx_;
+  bool relu_after_ = false;    // absorb_preceding_relu: y_ = relu(pooled_)
+  Tensor y_, dx_, pooled_, dy_pooled_;
   std::unique_ptr<detail::Pool2dKernels> kernels_;
   Shape kernels_shape_;  // what kernels_ were built for
   bool kernels_training_ = false;

@@ -16,12 +16,18 @@ namespace mirror::nn {
 
 struct LayerArgs;
 
+namespace detail {
+class LayoutBridge;     // src/layout_bridge.h
+class LayoutConverter;
+}  // namespace detail
+
 class Residual final : public Layer {
  public:
   // Built for samples of `input`: both branches must produce the same output shape (else kInvalidArgument
   // naming both shapes and `name`).
   Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcut, Shape input, Device device,
            const std::string& name = "residual");
+  ~Residual() override;
   // {"type": "residual", "body": [...], "shortcut": [...]}
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
@@ -32,6 +38,9 @@ class Residual final : public Layer {
   void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
   std::vector<BufferSpec> buffer_specs() const override;
   void bind_buffers(std::span<float* const> buffers) override;
+  // Blocked tensors go through (on the CPU): the output takes the body's layout, the shortcut's is converted to it.
+  bool accepts_blocked() const override { return device_.is_cpu(); }
+  void set_blocked_output(bool allowed) override;
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
@@ -42,11 +51,14 @@ class Residual final : public Layer {
     std::unique_ptr<Layer> layer;
     std::size_t first_param = 0, params = 0;    // block-local parameter indices
     std::size_t first_buffer = 0, buffers = 0;
+    std::unique_ptr<detail::LayoutBridge> bridge;  // NCHW for a layer that takes no blocked tensors
   };
   const Tensor& run_chain(std::vector<Child>& chain, const Tensor& x);
   // Backward through `chain` from dy; returns the chain's dx (or &dy for an empty chain).
   const Tensor* backward_chain(std::vector<Child>& chain, const Tensor& dy, GradMode mode, bool need_dx,
                                const LayerGradReady& grad_ready);
+  // Each layer of a chain may hand a blocked output on when the next one takes it; the last as `last` says.
+  static void allow_blocked(std::vector<Child>& chain, bool last);
   std::vector<Child*> children();
   std::vector<const Child*> children() const;
 
@@ -54,6 +66,10 @@ class Residual final : public Layer {
   Shape input_, output_;
   Device device_;
   Tensor y_, dx_;
+  // When the shortcut's output layout is not the body's: the shortcut in the body's layout, dy in the shortcut's.
+  Layout x_layout_ = Layout::kNchw, shortcut_layout_ = Layout::kNchw;
+  Tensor shortcut_y_, shortcut_dy_;
+  std::unique_ptr<detail::LayoutConverter> to_body_, to_shortcut_;
 };
 
 }  // namespace mirror::nn

@@ -15,6 +15,16 @@ namespace mirror::nn {
 
 using Shape = std::vector<std::int64_t>;
 
+// How a 4-D [N, C, H, W] tensor lies in memory. kNchw: row-major (PyTorch's layout; every tensor at a model's
+// edges, in checkpoints and on CUDA). kNChw8c / kNChw16c: oneDNN's channel-blocked layouts on the CPU (what its
+// AVX2 / AVX-512 convolution kernels want), element (n, c, h, w) at ((n·C/b + c/b)·H·W + h·W + w)·b + c mod b
+// with b = 8 or 16, C a multiple of b; consecutive CNN layers hand them on without reorders (docs/compute.md).
+enum class Layout { kNchw, kNChw8c, kNChw16c };
+// b of a blocked layout, 1 for kNchw.
+std::int64_t channel_block(Layout layout);
+// "nchw", "nChw8c", "nChw16c".
+const char* to_string(Layout layout);
+
 // Product of the dimensions (1 for an empty shape); throws kInvalidArgument on a negative dimension.
 std::int64_t shape_numel(const Shape& shape);
 // "[64, 784]".
@@ -63,8 +73,14 @@ class Tensor {
   Tensor& operator=(const Tensor&) = delete;
 
   // Changes the shape of an owning tensor, reallocating only when it needs more room than it ever had
-  // (so a training loop allocates on its first step only). Contents are unspecified afterwards.
+  // (so a training loop allocates on its first step only). Contents are unspecified afterwards; the layout is
+  // kNchw again.
   void resize(const Shape& shape);
+  // Declares how the data lies (tensor.h's Layout); a blocked layout needs a 4-D CPU tensor whose channels are a
+  // multiple of the block, else kInvalidArgument.
+  void set_layout(Layout layout);
+  Layout layout() const { return layout_; }
+  bool blocked() const { return layout_ != Layout::kNchw; }
 
   float* data() { return data_; }
   const float* data() const { return data_; }
@@ -86,6 +102,7 @@ class Tensor {
   std::int64_t numel_ = 0;
   Device device_;
   bool view_ = false;
+  Layout layout_ = Layout::kNchw;
 };
 
 }  // namespace mirror::nn

@@ -1,0 +1,14 @@
+// chain_fusion.h (private) — fusions a chain of layers (a model, a residual block's branches) makes once, when
+// it is built: a ReLU right before a layer that can apply it itself (Layer::absorb_preceding_relu: max
+// pooling) runs as the identity. Results stay exactly the same; the ReLU's passes over the larger tensor go.
+#pragma once
+
+#include <vector>
+
+#include "mirror/nn/layer.h"
+
+namespace mirror::nn::detail {
+
+void absorb_relus(const std::vector<Layer*>& chain);
+
+}  // namespace mirror::nn::detail
