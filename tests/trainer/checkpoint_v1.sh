@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # checkpoint_v1.sh — a checkpoint in format version 1, written here by h5py after docs/checkpoint-format.md
 # (not by Mirror's writer), still verifies, evaluates to the loss, accuracy and probabilities numpy computes
-# for the same MLP, and resumes training, which then writes format version 2 with the sample shape.
+# for the same MLP, and resumes training, which then writes the current format version (3) with the sample shape.
 source "$(dirname "$0")/../scripts/lib.sh"
 py=/usr/bin/python3  # Debian's python3-h5py and python3-numpy belong to it, not to another python3 on PATH
 synth_data "$TMP/d.h5"
@@ -32,10 +32,10 @@ for r, e in zip(rows, ref):
 print("ok: mirror-eval of a version-1 checkpoint equals numpy's MLP (loss, accuracy, 200 x 4 probabilities)")
 PY
 
-# Resuming it (an epoch boundary: any rank count) trains on and writes version 2.
+# Resuming it (an epoch boundary: any rank count) trains on and writes the current version (3).
 mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:8 --epochs 2 --batch-size 16 --progress off \
   --checkpoint-dir "$TMP/ck" --resume "$TMP/v1.h5" >"$TMP/train.out" || fail "resume from v1: $(cat "$TMP/train.out")"
 grep -q "resumed from $TMP/v1.h5 at step 30 (epoch 2, micro-batch 0)" "$TMP/train.out" || fail "$(cat "$TMP/train.out")"
 out="$("$MIRROR_CKPT" inspect "$TMP/ck/ckpt-00000060.h5")"
-echo "$out" | grep -Eq "format version 2" || fail "the resumed run's checkpoint is not version 2: $out"
-echo "ok: a version-1 checkpoint resumes; the run writes version 2"
+echo "$out" | grep -Eq "format version 3" || fail "the resumed run's checkpoint is not version 3: $out"
+echo "ok: a version-1 checkpoint resumes; the run writes version 3"

@@ -1,6 +1,7 @@
 # tests/trainer/lead.cmake — the trainer's data-parallel, checkpoint and program tests (included from
 # tests/trainer/CMakeLists.txt).
 mirror_add_test(test_checkpoint SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint.cc LIBS mirror::train)
+mirror_add_test(test_grad_compression SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_compression.cc LIBS mirror::train)
 mirror_add_mpi_test(test_grad_sync SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_sync.cc
                     LIBS mirror::train mirror::collectives NP 1 2 3 4 TIMEOUT 120)
 
@@ -10,7 +11,7 @@ set(_mirror_script_env
   "TRAINER=$<TARGET_FILE:trainer>" "MIRROR_DATA=$<TARGET_FILE:mirror-data>" "MIRROR_EVAL=$<TARGET_FILE:mirror-eval>"
   "MIRROR_CKPT=$<TARGET_FILE:mirror-ckpt>" "MIRRORRUN=$<TARGET_FILE:mirrorrun>" "MPIEXEC=${MPIEXEC_EXECUTABLE}" "MPIEXEC_FLAGS=${_mirror_flags}")
 foreach(script equivalence sync_bn cnn_resume weight_decay cnn_misfits resume bad_flags eval_ckpt restart preempt
-        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best)
+        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()

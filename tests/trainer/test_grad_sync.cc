@@ -5,7 +5,10 @@
 // gather() restores every element from its owner.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
 
 #include "mirror/coll/communicator.h"
@@ -173,5 +176,74 @@ TEST(GradSync, ShardedRangesPartitionTheBufferAndGatherRestoresIt) {
       for (std::size_t i = begin; i < end; ++i) params[i] = static_cast<float>(i) * 0.5f;
     bucketer.gather(params);
     for (std::size_t i = 0; i < total; ++i) ASSERT_EQ(params[i], static_cast<float>(i) * 0.5f) << "element " << i;
+  }
+}
+
+namespace {
+
+// An independent bit-level reference of round-to-nearest-even to bfloat16 (finite inputs), and of the
+// float16 value nearest to a float (the float16 grid, by brute force over all 63488 finite values' halves).
+float reference_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+float reference_fp16(float x) {  // nearest of the float16 grid spacing for |x| < 65504: ulp = 2^(e-10), min 2^-24
+  const double a = std::fabs(static_cast<double>(x));
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const double ulp = std::ldexp(1.0, std::max(e - 11, -24));
+  return static_cast<float>(std::copysign(std::nearbyint(a / ulp) * ulp, static_cast<double>(x)));  // ties to even
+}
+
+// Rank r's gradient: not exactly representable in 16 bits, and different on every rank.
+float wide_value(int rank, std::size_t i) {
+  return std::sin(0.37f * static_cast<float>(i) + 1.3f * static_cast<float>(rank)) * 0.01f *
+         static_cast<float>(1 + i % 7);
+}
+
+}  // namespace
+
+// --grad-dtype bf16|fp16: every element ends as (1/S) * q( (sum over r of q(S * g_r)) / N ) with the sum
+// in float32 in rank order (the rule in mirror/train/grad_compression.h), from a plain serial loop and
+// the independent rounding references above; all-reduced and sharded (each rank checks what it owns), with
+// buckets overlapped with backward. At one rank: (1/S) * q(S * g).
+TEST(GradSync, SixteenBitGradientsFollowTheRoundingRule) {
+  auto comm = coll::make_communicator();
+  const int rank = comm->rank(), world = comm->size();
+  const auto slices = layout({3000, 17, 2000, 5, 1001});
+  const std::size_t total = 6023;
+  for (const coll::DataType type : {coll::DataType::kBFloat16, coll::DataType::kFloat16}) {
+    const bool half = type == coll::DataType::kFloat16;
+    const float scale = half ? 1024.0f : 1.0f;
+    auto q = [half](float x) { return half ? reference_fp16(x) : reference_bf16(x); };
+    for (const bool sharded : {false, true}) {
+      std::vector<float> grads(total);
+      for (std::size_t i = 0; i < total; ++i) grads[i] = wide_value(rank, i);
+      train::GradientBucketer bucketer(*comm, grads.data(), slices, 4096, true, sharded,
+                                       train::GradWire{type, nullptr, {}});
+      bucketer.set_scale(scale);
+      bucketer.begin_step(true);
+      for (std::size_t k = slices.size(); k-- > 0;) bucketer.on_grad_ready(k);
+      bucketer.finish();
+      std::size_t checked = 0, off_fp32 = 0;
+      for (const auto& [begin, end] : bucketer.owned_ranges())
+        for (std::size_t i = begin; i < end; ++i) {
+          float sum = 0.0f;
+          for (int r = 0; r < world; ++r) sum += q(scale * wide_value(r, i));
+          const float expected = q(sum / static_cast<float>(world)) / scale;
+          ASSERT_EQ(grads[i], expected) << coll::to_string(type) << (sharded ? " sharded" : "") << " element " << i;
+          float exact = 0.0f;
+          for (int r = 0; r < world; ++r) exact += wide_value(r, i);
+          off_fp32 += grads[i] != exact / static_cast<float>(world);
+          ++checked;
+        }
+      EXPECT_GT(checked, 0u);
+      EXPECT_GT(off_fp32, checked / 2) << "the 16-bit result should differ from float32's for most elements";
+    }
   }
 }

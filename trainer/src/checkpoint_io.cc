@@ -1,6 +1,6 @@
 // checkpoint_io.cc — writes and reads one checkpoint file (HDF5): the header attributes with their own
 // CRC-32, /params, /buffers and /optimizer tensors each with a CRC-32; atomic write through a temporary +
-// rename. Reads format versions 1 and 2 (docs/checkpoint-format.md).
+// rename. Reads format versions 1 to 3 (docs/checkpoint-format.md).
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -54,6 +54,9 @@ std::string header_text(const CheckpointState& s) {
     << ";config_json=" << s.config_json << ";metrics_jsonl=" << s.metrics_jsonl;
   if (s.format_version >= 2)
     o << ";sample_shape=" << shape_text(s.sample_shape) << ";model_description=" << s.model_description;
+  if (s.format_version >= 3)
+    o << ";loss_scale=" << std::hexfloat << s.loss_scale << std::defaultfloat
+      << ";loss_scale_good_steps=" << s.loss_scale_good_steps;
   return o.str();
 }
 
@@ -304,6 +307,8 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
   write_i64(f, "optimizer_step", s.optimizer_step);
   write_text(f, "config_json", s.config_json);
   write_text(f, "metrics_jsonl", s.metrics_jsonl);
+  write_f64(f, "loss_scale", s.loss_scale);
+  write_i64(f, "loss_scale_good_steps", s.loss_scale_good_steps);
   const std::string header = header_text(s);
   write_u32(f, "header_crc32", crc32_of(header.data(), header.size()));
   write_tensors(f, "params", s.params);
@@ -378,6 +383,10 @@ CheckpointState read_checkpoint(const std::string& path) {
   } else {  // version 1 knew only the spec and a flat feature count
     s.sample_shape = {s.input_features};
     s.model_description = s.model_spec;
+  }
+  if (version >= 3) {
+    s.loss_scale = r.f64("loss_scale");
+    s.loss_scale_good_steps = r.i64("loss_scale_good_steps");
   }
   if (!holds(s.sample_shape, s.input_features))
     MIRROR_THROW(kFormat, path << ": sample_shape [" << shape_text(s.sample_shape) << "] does not hold input_features "

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <iostream>
 
 #include "mirror/error.h"
@@ -30,6 +31,8 @@ const std::vector<std::pair<std::string, BackendChoice>> kBackends{
 const std::vector<std::pair<std::string, BestMetric>> kBestMetrics{
     {"none", BestMetric::kNone}, {"test_acc", BestMetric::kTestAcc}, {"test_loss", BestMetric::kTestLoss},
     {"train_loss", BestMetric::kTrainLoss}, {"train_acc", BestMetric::kTrainAcc}};
+const std::vector<std::pair<std::string, GradDtype>> kGradDtypes{
+    {"fp32", GradDtype::kFp32}, {"bf16", GradDtype::kBf16}, {"fp16", GradDtype::kFp16}};
 const std::vector<std::pair<std::string, Toggle>> kToggles{{"auto", Toggle::kAuto}, {"on", Toggle::kOn}, {"off", Toggle::kOff}};
 
 // An enum flag: parsed by its table, its default shown by name.
@@ -86,6 +89,18 @@ CLI::Validator timeline_window() {
         }
       },
       "A:B", "timeline_window");
+}
+
+// --loss-scale: a power of two in [1, 2^24] (scaling by it and back is exact in float32).
+CLI::Validator power_of_two_scale() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        const auto v = cli::detail::parse_number(s);
+        int exponent = 0;
+        const bool power = v && *v >= 1 && *v <= 16777216.0 && std::frexp(*v, &exponent) == 0.5;
+        return power ? "" : "must be a power of two from 1 to 16777216 (2^24)" + cli::detail::got(s);
+      },
+      "2^k, 0<=k<=24", "power_of_two_scale");
 }
 
 // --lr-milestones: epochs "3,7", each a positive integer, strictly ascending.
@@ -238,6 +253,19 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
              "all-gathers them (the optimizer's work split over the ranks; same results); off: all-reduce "
              "and every rank updates everything; auto: on for CPU models on the shared-memory transport")
       ->group("Communication");
+  add_choice(app, "--grad-dtype", c.grad_dtype, kGradDtypes,
+             "the type gradients are sent in: fp32, bf16 (bfloat16, as DDP's bf16 compression hook) or fp16 "
+             "(float16 with a dynamic loss scale, as Horovod's fp16 compression); the host backends sum 16-bit "
+             "gradients in float32 and round once, 1 rank rounds its gradients the same way")
+      ->group("Communication");
+  app.add_option("--loss-scale", c.loss_scale,
+                 "--grad-dtype fp16: the initial loss scale, a power of two from 1 to 16777216 (default 65536); "
+                 "it halves at an overflow (that step is skipped) and doubles after "
+                 "--loss-scale-growth-interval good steps")
+      ->check(power_of_two_scale())->default_str("65536")->group("Communication");
+  app.add_option("--loss-scale-growth-interval", c.loss_scale_growth_interval,
+                 "--grad-dtype fp16: good steps after which the loss scale doubles")
+      ->check(cli::integer_in(1, 1000000000))->group("Communication");
   app.add_option("--timeout", c.timeout_s, "seconds a collective may wait before the job fails")
       ->check(cli::number_in(0.1, 86400.0))->group("Communication");
 
@@ -284,6 +312,7 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
 std::string to_string(Toggle value) { return cli::enum_name(kToggles, value); }
 std::string to_string(BackendChoice value) { return cli::enum_name(kBackends, value); }
 std::string to_string(LrScaling value) { return cli::enum_name(kScalings, value); }
+std::string to_string(GradDtype value) { return cli::enum_name(kGradDtypes, value); }
 std::string decay_flag_name(nn::DecayKind kind) { return cli::enum_name(kDecays, kind); }
 
 std::optional<int> parse_train_config(int argc, char** argv, TrainConfig& config, bool print) {
@@ -326,6 +355,11 @@ void validate(TrainConfig& c, int world_size) {
   MIRROR_CHECK(!(c.eval_every == 0 && (c.keep_best == BestMetric::kTestAcc || c.keep_best == BestMetric::kTestLoss)),
                kInvalidArgument, "--keep-best/--early-stop by a test metric needs evaluations; drop --eval-every 0");
   MIRROR_CHECK(c.min_lr <= c.lr, kInvalidArgument, "--min-lr " << c.min_lr << " is above --lr " << c.lr);
+  MIRROR_CHECK(c.grad_dtype == GradDtype::kFp16 || (c.loss_scale == 0.0 && c.loss_scale_growth_interval == 2000),
+               kInvalidArgument,
+               "--loss-scale and --loss-scale-growth-interval apply to --grad-dtype fp16 only (got --grad-dtype "
+                   << to_string(c.grad_dtype) << ")");
+  if (c.grad_dtype == GradDtype::kFp16 && c.loss_scale == 0.0) c.loss_scale = 65536.0;
   if (c.optimizer == nn::OptimizerKind::kAdamW)
     MIRROR_CHECK(c.beta1 < 1.0 && c.beta2 < 1.0, kInvalidArgument, "--beta1 and --beta2 must be below 1");
 }
@@ -371,6 +405,9 @@ std::string to_json(const TrainConfig& c) {
   j["host_transport"] = c.host_transport ? c.host_transport->name : "auto";
   j["check_collectives"] = c.check_collectives;
   j["shard_optimizer"] = cli::enum_name(kToggles, c.shard_optimizer);
+  j["grad_dtype"] = cli::enum_name(kGradDtypes, c.grad_dtype);
+  j["loss_scale"] = c.loss_scale;
+  j["loss_scale_growth_interval"] = c.loss_scale_growth_interval;
   j["timeout_s"] = c.timeout_s;
   j["checkpoint_dir"] = c.checkpoint_dir;
   j["checkpoint_every"] = c.checkpoint_every_steps > 0 ? nlohmann::ordered_json(std::to_string(c.checkpoint_every_steps))

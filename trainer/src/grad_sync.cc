@@ -1,22 +1,32 @@
 // grad_sync.cc — GradientBucketer: buckets in backward order, async in-place averaging (or reduce-scatter
-// and, after the sharded optimizer step, all-gather), wait before step.
+// and, after the sharded optimizer step, all-gather), wait before step; 16-bit gradients through a wire buffer.
 #include "mirror/train/grad_sync.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "mirror/error.h"
+#include "mirror/train/grad_compression.h"
 
 namespace mirror::train {
 
 GradientBucketer::GradientBucketer(coll::Communicator& comm, float* flat_grads, std::vector<GradSlice> params,
-                                   std::size_t bucket_bytes, bool overlap, bool sharded)
+                                   std::size_t bucket_bytes, bool overlap, bool sharded, GradWire wire)
     : comm_(comm),
       grads_(flat_grads),
       bucket_of_param_(params.size()),
       reported_(params.size(), 0),
       overlap_(overlap),
-      sharded_(sharded && comm.size() > 1) {
+      sharded_(sharded && comm.size() > 1),
+      wire_(wire) {
+  MIRROR_CHECK(wire_.type == coll::DataType::kFloat32 || wire_.type == coll::DataType::kBFloat16 ||
+                   wire_.type == coll::DataType::kFloat16,
+               kInvalidArgument, "gradients travel as float32, bfloat16 or float16, not " << coll::to_string(wire_.type));
+  const std::size_t total = params.empty() ? 0 : params.back().offset + params.back().numel;
+  if (narrowed() && wire_.memory == nullptr && total > 0) {
+    own_wire_ = nn::Tensor(nn::Shape({static_cast<std::int64_t>((total + 1) / 2)}), wire_.device);
+    wire_.memory = reinterpret_cast<std::uint16_t*>(own_wire_.data());
+  }
   MIRROR_CHECK(bucket_bytes > 0, kInvalidArgument, "gradient bucket size must be > 0 bytes");
   for (std::size_t i = 1; i < params.size(); ++i)
     MIRROR_CHECK(params[i].offset == params[i - 1].offset + params[i - 1].numel, kInternal,
@@ -63,24 +73,38 @@ void GradientBucketer::start(Bucket& b, bool async) {
   b.done_ns = 0;
   if (timeline_ && timeline_->recording()) b.start_ns = telemetry::now_ns();
   b.work = b.tail_work = coll::Work();
-  if (comm_.size() == 1 || b.numel == 0) return;
-  constexpr auto kF32 = coll::DataType::kFloat32;
+  if (b.numel == 0) return;
+  // 16-bit: the bucket's gradients (times the scale) rounded into its range of the wire buffer, which is
+  // then reduced instead; with one rank the rounding is all there is (finish() widens it back).
+  void* g = grads_ + b.offset;
+  if (narrowed()) {
+    narrow_gradients(wire_.device, grads_ + b.offset, wire_.memory + b.offset, b.numel, wire_.type, scale_);
+    g = wire_.memory + b.offset;
+  }
+  if (comm_.size() == 1) return;
+  const coll::DataType type = wire_.type;  // the type the bucket is reduced in
   constexpr auto kAvg = coll::ReduceOp::kAvg;
-  float* g = grads_ + b.offset;
+  const std::size_t elem = narrowed() ? sizeof(std::uint16_t) : sizeof(float);
+  auto at = [g, elem](std::size_t k) { return static_cast<char*>(g) + k * elem; };
   if (!sharded_) {
-    if (async) b.work = comm_.allreduce_async(g, g, b.numel, kF32, kAvg);
-    else comm_.allreduce(g, g, b.numel, kF32, kAvg);
+    if (async) b.work = comm_.allreduce_async(g, g, b.numel, type, kAvg);
+    else comm_.allreduce(g, g, b.numel, type, kAvg);
     return;
   }
   const std::size_t body = b.block * static_cast<std::size_t>(comm_.size()), tail = b.numel - body;
-  float* own = g + static_cast<std::size_t>(comm_.rank()) * b.block;
+  void* own = at(static_cast<std::size_t>(comm_.rank()) * b.block);
   if (async) {
-    if (b.block > 0) b.work = comm_.reduce_scatter_async(g, own, b.block, kF32, kAvg);
-    if (tail > 0) b.tail_work = comm_.allreduce_async(g + body, g + body, tail, kF32, kAvg);
+    if (b.block > 0) b.work = comm_.reduce_scatter_async(g, own, b.block, type, kAvg);
+    if (tail > 0) b.tail_work = comm_.allreduce_async(at(body), at(body), tail, type, kAvg);
     return;
   }
-  if (b.block > 0) comm_.reduce_scatter(g, own, b.block, kF32, kAvg);
-  if (tail > 0) comm_.allreduce(g + body, g + body, tail, kF32, kAvg);
+  if (b.block > 0) comm_.reduce_scatter(g, own, b.block, type, kAvg);
+  if (tail > 0) comm_.allreduce(at(body), at(body), tail, type, kAvg);
+}
+
+void GradientBucketer::widen_owned() {
+  for (const auto& [begin, end] : owned_)
+    widen_gradients(wire_.device, wire_.memory + begin, grads_ + begin, end - begin, wire_.type, 1.0f / scale_);
 }
 
 void GradientBucketer::gather(float* flat) {
@@ -143,6 +167,7 @@ void GradientBucketer::finish() {
     if (timed) b.done_ns = telemetry::now_ns();
   }
   if (timed) record_buckets();
+  if (narrowed()) widen_owned();
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

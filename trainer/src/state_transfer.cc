@@ -140,6 +140,8 @@ CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optim
   s.epoch_loss_sum = position.loss_sum;
   s.epoch_correct = position.correct;
   s.epoch_samples = position.samples;
+  s.loss_scale = position.loss_scale;
+  s.loss_scale_good_steps = position.loss_scale_good_steps;
   s.params = named_tensors(model.parameters(), model.params_to_host());
   s.buffers = named_tensors(model.buffers(), model.buffers_to_host());
   s.optimizer_kind = to_string(optimizer.options().kind);
@@ -191,11 +193,12 @@ bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Opt
   }
   if (status == 0) return false;
 
-  std::int64_t header[6] = {state.step, state.epoch, state.epoch_micro_step, state.epoch_correct,
-                            state.epoch_samples, state.optimizer_step};
-  double loss_sum = state.epoch_loss_sum;
-  control.broadcast(header, 6, coll::DataType::kInt64, 0);
-  control.broadcast(&loss_sum, 1, coll::DataType::kFloat64, 0);
+  std::int64_t header[7] = {state.step, state.epoch, state.epoch_micro_step, state.epoch_correct,
+                            state.epoch_samples, state.optimizer_step, state.loss_scale_good_steps};
+  double reals[2] = {state.epoch_loss_sum, state.loss_scale};
+  control.broadcast(header, 7, coll::DataType::kInt64, 0);
+  control.broadcast(reals, 2, coll::DataType::kFloat64, 0);
+  const double loss_sum = reals[0];
   std::vector<float> values = control.rank() == 0 ? flat_values(state.params)
                                                   : std::vector<float>(static_cast<std::size_t>(model.num_parameters()));
   broadcast_floats(control, values);
@@ -223,6 +226,8 @@ bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Opt
   position.samples = carry ? header[4] : 0;
   position.loss_sum = carry ? loss_sum : 0.0;
   position.metrics_jsonl = state.metrics_jsonl;
+  position.loss_scale = reals[1];
+  position.loss_scale_good_steps = header[6];
   return true;
 }
 

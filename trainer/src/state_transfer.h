@@ -23,6 +23,9 @@ struct RunPosition {
   std::int64_t correct = 0;
   std::int64_t samples = 0;
   std::string metrics_jsonl;    // rank 0
+  // --grad-dtype fp16's dynamic loss scale (grad_compression.h): its scale and good steps in a row; 0: none.
+  double loss_scale = 0.0;
+  std::int64_t loss_scale_good_steps = 0;
 };
 
 // Rank 0 initialises the parameters from the seed; every rank receives them.

@@ -104,11 +104,13 @@ EpochSums reduce_sums(coll::Communicator& control, double loss_sum, std::int64_t
 double per_step(double total, std::int64_t steps) { return steps ? total / static_cast<double>(steps) : 0.0; }
 
 // The epoch's TensorBoard scalars from its metrics line (so both say the same): losses, accuracies,
-// throughput and the step's split into data wait, compute, communication wait and optimizer (s per step).
+// throughput and the step's split into data wait, compute, communication wait and optimizer (s per step);
+// with fp16 gradients the loss scale and the skipped steps.
 std::vector<std::pair<std::string, double>> epoch_scalars(const nlohmann::ordered_json& m) {
   std::vector<std::pair<std::string, double>> v;
   for (const char* key : {"train_loss", "train_acc", "test_loss", "test_acc", "samples_per_s", "step_s",
-                          "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s"})
+                          "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s", "loss_scale",
+                          "skipped_steps"})
     if (m.contains(key) && m[key].is_number()) v.emplace_back(std::string("epoch/") + key, m[key].get<double>());
   return v;
 }
@@ -154,11 +156,17 @@ void Trainer::setup_shared_memory() {
   // order), which it reduces (and gathers) directly. A /dev/shm too small for them (64 MiB in a default
   // Docker container) only costs speed: the failure is the same on every rank, and the buffers stay in
   // ordinary memory.
+  // 16-bit gradients are reduced in their own buffer (GradWire): that one is shared instead.
   if (!on_shm || world_ == 1) return;
-  const std::size_t bytes = static_cast<std::size_t>(model_->num_parameters()) * sizeof(float);
+  const auto numel = static_cast<std::size_t>(model_->num_parameters());
+  const std::size_t bytes = numel * sizeof(float);
   try {
-    grad_memory_ = ctx_.gradients->allocate_shared(bytes);
-    model_->use_gradient_memory(grad_memory_.as<float>());
+    if (config_.grad_dtype == GradDtype::kFp32) {
+      grad_memory_ = ctx_.gradients->allocate_shared(bytes);
+      model_->use_gradient_memory(grad_memory_.as<float>());
+    } else {
+      wire_memory_ = ctx_.gradients->allocate_shared(numel * sizeof(std::uint16_t));
+    }
     if (sharded_) {
       param_memory_ = ctx_.gradients->allocate_shared(bytes);
       model_->use_parameter_memory(param_memory_.as<float>());
@@ -200,6 +208,11 @@ void Trainer::setup_data_and_optimizer() {
 void Trainer::restore_state() {
   init_and_broadcast_parameters(*model_, config_.seed, control_);
   resumed_ = resume_from_checkpoint(config_, *model_, *optimizer_, pos_, control_, summary_.last_checkpoint, out_);
+  // fp16's loss scale goes on from the checkpoint's (one written without fp16 starts from --loss-scale).
+  if (config_.grad_dtype == GradDtype::kFp16) {
+    scaler_ = LossScaler(config_.loss_scale, config_.loss_scale_growth_interval);
+    if (resumed_ && pos_.loss_scale > 0.0) scaler_.restore(pos_.loss_scale, pos_.loss_scale_good_steps);
+  }
   last_checkpoint_step_ = resumed_ ? pos_.step : -1;
   best_.emplace(config_.keep_best, config_.min_delta);
   if (rank_ == 0) best_->replay(pos_.metrics_jsonl);  // rank 0 judges; the checkpoint's metrics hold the state
@@ -211,7 +224,8 @@ void Trainer::setup_gradient_sync() {
     slices.push_back({static_cast<std::size_t>(p.offset), static_cast<std::size_t>(p.numel)});
   bucketer_ = std::make_unique<GradientBucketer>(*ctx_.gradients, model_->grads(), slices,
                                                  static_cast<std::size_t>(config_.bucket_mb * 1024 * 1024),
-                                                 config_.overlap, sharded_);
+                                                 config_.overlap, sharded_,
+                                                 GradWire{wire_type(config_.grad_dtype), wire_memory_.as<std::uint16_t>(), device_});
   for (const auto& [begin, end] : bucketer_->owned_ranges())
     owned_.push_back({static_cast<std::int64_t>(begin), static_cast<std::int64_t>(end)});
 }
@@ -233,10 +247,11 @@ void Trainer::print_banner() const {
   o << "mirror trainer: " << world_ << " rank" << (world_ > 1 ? "s" : "") << " on " << to_string(device_)
     << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "")
     << ", gradients over " << coll::to_string(ctx_.gradients->backend().buffers) << " ("
-    << coll::transport_name(*ctx_.gradients) << (grad_memory_.data() ? ", in a shared buffer" : "") << ")"
-    << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
+    << coll::transport_name(*ctx_.gradients)
+    << (grad_memory_.data() || wire_memory_.data() ? ", in a shared buffer" : "") << ") as "
+    << grad_dtype_text() << (sharded_ ? ", optimizer sharded over " + std::to_string(world_) + " ranks" : "") << "\n";
   if (!shared_memory_failed_.empty())
-    o << "  warning: " << (grad_memory_.data() ? "parameters" : "gradients")
+    o << "  warning: " << (grad_memory_.data() || wire_memory_.data() ? "parameters" : "gradients")
       << " in ordinary memory (slower collectives): " << shared_memory_failed_ << "\n";
   o << "  data " << config_.data << ": " << info.train_size << " train, " << info.test_size << " test, "
     << info.features << " features, " << info.num_classes << " classes\n"
@@ -328,22 +343,27 @@ void Trainer::train_step(EpochTimes& times) {
   timeline.begin_step(pos_.step + 1);  // steps counted from 1, as TensorBoard's
   const double loss_before = pos_.loss_sum;
   const std::int64_t samples_before = pos_.samples;
+  bucketer_->set_scale(static_cast<float>(scaler_.scale()));
   for (std::int64_t k = 0; k < accum_; ++k) micro_step(k, times);
   {
     const Timeline::Scope span(timeline, "gradient wait", "communication");
     bucketer_->finish();
   }
   times.comm_wait += bucketer_->last_wait_seconds();
-  agree_on_step(pos_.loss_sum - loss_before);  // collective; throws before a non-finite step is applied
+  // Collective; throws before a non-finite step is applied; false: fp16 overflowed, the step is skipped
+  // (the parameters stay as they are on every rank, the schedule and the data move on).
+  const bool apply = agree_on_step(pos_.loss_sum - loss_before);
   ++times.steps;
+  if (!apply) ++times.skipped;
   const auto optimizer_start = Clock::now();
   const float lr = schedule_->lr_at(pos_.step);
-  {
+  if (apply) {
     const Timeline::Scope span(timeline, "optimizer", "optimizer");
     optimizer_->step(model_->params(), model_->grads(), lr, owned_);
+    scaler_.on_good_step();
   }
   const auto gather_start = Clock::now();
-  if (bucketer_->sharded()) {
+  if (apply && bucketer_->sharded()) {
     const Timeline::Scope span(timeline, "all-gather", "communication");
     bucketer_->gather(model_->params());
   }
@@ -391,7 +411,7 @@ void Trainer::micro_step(std::int64_t k, EpochTimes& times) {
 // rank stops all after this step) and whether this step's loss (per rank) or its averaged gradients (this
 // rank's owned ranges: all of them, or its shard) hold a NaN or Inf. The gradient test is one pass over the
 // reduced gradients (docs/training.md measures it).
-void Trainer::agree_on_step(double step_loss) {
+bool Trainer::agree_on_step(double step_loss) {
   std::int64_t bad_grads = 0;
   for (const nn::Optimizer::Range& r : owned_)
     bad_grads += nn::count_non_finite(device_, model_->grads() + r.begin, r.end - r.begin);
@@ -399,12 +419,38 @@ void Trainer::agree_on_step(double step_loss) {
                            bad_grads > 0 ? 1 : 0};
   control_.allreduce(flags, flags, 3, coll::DataType::kInt32, coll::ReduceOp::kMax);
   stop_agreed_ = flags[0] != 0;
-  if (flags[1] == 0 && flags[2] == 0) return;
+  if (flags[1] == 0 && flags[2] == 0) return true;
+  if (flags[1] == 0 && scaler_.can_skip()) {
+    skip_overflowed_step();
+    return false;
+  }
   bar_->clear();
   std::ostringstream what;
   what << (flags[1] ? "the loss" : "") << (flags[1] && flags[2] ? " and " : "")
        << (flags[2] ? "the averaged gradients" : "");
   throw_diverged(pos_.step + 1, what.str() + " turned non-finite (NaN or Inf); the step was not applied");
+}
+
+// fp16: the reduced gradients overflowed float16 at this loss scale (every rank saw the same verdict).
+void Trainer::skip_overflowed_step() {
+  if (out_) {
+    bar_->clear();
+    *out_ << "warning: step " << pos_.step + 1 << " (epoch " << pos_.epoch + 1
+          << "): float16 gradients overflowed at loss scale " << static_cast<long long>(scaler_.scale())
+          << "; step skipped, loss scale now " << static_cast<long long>(scaler_.scale() / 2) << "\n";
+    out_->flush();
+  }
+  scaler_.on_overflow();
+}
+
+// "fp32", "bf16", or "fp16 (loss scale 65536, halved at an overflow, doubled after 2000 good steps)".
+std::string Trainer::grad_dtype_text() const {
+  std::ostringstream o;
+  o << to_string(config_.grad_dtype);
+  if (scaler_.enabled())
+    o << " (loss scale " << static_cast<long long>(scaler_.scale()) << ", halved at an overflow, doubled after "
+      << config_.loss_scale_growth_interval << " good steps)";
+  return o.str();
 }
 
 // `step` counted from 1, as in TensorBoard and the timeline.
@@ -505,6 +551,12 @@ std::string Trainer::metrics_line(const EpochTimes& t, double test_loss, double 
   // updated parameters (0 when not sharded), per step.
   m["optimizer_s"] = per_step(t.optimizer, t.steps);
   m["gather_s"] = per_step(t.gather, t.steps);
+  // The type the gradients travelled in; fp16: the loss scale at the epoch's end and the steps skipped.
+  m["grad_dtype"] = to_string(config_.grad_dtype);
+  if (scaler_.enabled()) {
+    m["loss_scale"] = scaler_.scale();
+    m["skipped_steps"] = t.skipped;
+  }
   // The rest of the step, per step: waiting for the loader, and compute (forward, loss, backward and the
   // small things between).
   m["data_wait_s"] = per_step(t.data_wait, t.steps);
@@ -564,6 +616,8 @@ void Trainer::save_checkpoint() {
     saved.loss_sum = sums.loss_sum;
     saved.correct = sums.correct;
     saved.samples = sums.samples;
+    saved.loss_scale = scaler_.enabled() ? scaler_.scale() : 0.0;
+    saved.loss_scale_good_steps = scaler_.enabled() ? scaler_.good_steps() : 0;
     summary_.last_checkpoint =
         write_checkpoint(config_.checkpoint_dir, capture_state(*model_, *optimizer_, saved, config_, world_));
     prune_checkpoints(config_.checkpoint_dir, config_.keep);

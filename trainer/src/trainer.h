@@ -20,6 +20,7 @@
 #include "mirror/nn/schedule.h"
 #include "mirror/telemetry/training_telemetry.h"
 #include "mirror/train/config.h"
+#include "mirror/train/grad_compression.h"
 #include "mirror/train/grad_sync.h"
 #include "mirror/train/training.h"
 #include "best_tracker.h"
@@ -45,6 +46,7 @@ class Trainer {
     std::chrono::steady_clock::time_point start;
     double data_wait = 0.0, comm_wait = 0.0, optimizer = 0.0, gather = 0.0, train = 0.0;
     std::int64_t steps = 0;    // optimizer steps in this epoch on this run
+    std::int64_t skipped = 0;  // of them, skipped for an fp16 overflow
     std::int64_t trained = 0;  // samples this rank trained on in this epoch on this run
     // The steady-state window: from the end of this run's kSteadySkipSteps-th step of the epoch to its end
     // (as the peers in docs/benchmarks.md time it), leaving out warm-up (first allocations, primitive set-up).
@@ -62,6 +64,7 @@ class Trainer {
   void setup_telemetry();        // TensorBoard (rank 0) and the timeline: collective (clock offsets)
   void print_banner() const;
   std::string weight_decay_line() const;  // the banner's weight-decay line
+  std::string grad_dtype_text() const;    // the banner's gradient type
   void prepare_outputs();        // rank 0: metrics and checkpoint directories, stale temporaries
 
   // Training. An epoch ends complete, or stopped (by --max-steps or a stop request) inside it or after its
@@ -71,8 +74,12 @@ class Trainer {
   void train_step(EpochTimes& times);
   void micro_step(std::int64_t k, EpochTimes& times);
   // Collective, after the gradients are reduced and before the optimizer step: shares the stop request
-  // and throws AgreedError(kNonFinite) on every rank when the step's loss or gradients are not finite.
-  void agree_on_step(double step_loss);
+  // and throws AgreedError(kNonFinite) on every rank when the step's loss or gradients are not finite
+  // (gradients: unless fp16's loss scale is to blame, see below).
+  // Returns false when fp16's gradients overflowed and the loss scale can still shrink: the step is then
+  // skipped (on every rank alike) with a warning.
+  bool agree_on_step(double step_loss);
+  void skip_overflowed_step();   // fp16: warn, halve the loss scale
   [[noreturn]] void throw_diverged(std::int64_t step, const std::string& what) const;
   bool stop_requested();         // what agree_on_step found: any rank's request stops all
   void end_epoch(const EpochTimes& times);
@@ -98,7 +105,7 @@ class Trainer {
   std::optional<data::Dataset> dataset_;
   std::unique_ptr<nn::Model> model_;
   bool sharded_ = false;
-  coll::SharedBuffer grad_memory_, param_memory_;
+  coll::SharedBuffer grad_memory_, param_memory_, wire_memory_;  // wire: the 16-bit gradients (--grad-dtype)
   std::string shared_memory_failed_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::TrainLoader> loader_;
@@ -106,6 +113,7 @@ class Trainer {
   std::optional<nn::LrSchedule> schedule_;
   std::unique_ptr<GradientBucketer> bucketer_;
   std::vector<nn::Optimizer::Range> owned_;
+  LossScaler scaler_;            // --grad-dtype fp16 (disabled otherwise)
   std::optional<nn::SoftmaxCrossEntropy> loss_;
   CommReplicaReducer reducer_;
   std::unique_ptr<ProgressBar> bar_;

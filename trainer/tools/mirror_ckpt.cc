@@ -85,6 +85,9 @@ int inspect_command(const std::string& file) {
               static_cast<long long>(s.num_classes), s.optimizer_kind.c_str(),
               static_cast<long long>(s.optimizer_step));
   if (s.model_description != s.model_spec) std::printf("  description %s\n", s.model_description.c_str());
+  if (s.loss_scale > 0)  // --grad-dtype fp16's dynamic loss scale (format 3)
+    std::printf("  loss scale %.17g after %lld good steps in a row\n", s.loss_scale,
+                static_cast<long long>(s.loss_scale_good_steps));
   try {  // the layer table of the model the checkpoint describes (built on the CPU, not initialised)
     const auto model = mirror::nn::build_model(s.model_description, s.sample_shape, s.num_classes, mirror::nn::Device{});
     std::printf("layers:\n%s", mirror::nn::layer_table(*model).c_str());

@@ -20,9 +20,9 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
-// The format version write_checkpoint writes; read_checkpoint reads this one and version 1 (without the
-// sample shape, the model description and /buffers).
-constexpr std::int64_t kCheckpointFormatVersion = 2;
+// The format version write_checkpoint writes; read_checkpoint reads this one, version 2 (without the loss
+// scale) and version 1 (also without the sample shape, the model description and /buffers).
+constexpr std::int64_t kCheckpointFormatVersion = 3;
 
 struct CheckpointState {
   std::int64_t format_version = kCheckpointFormatVersion;  // as read (written files: always the current one)
@@ -44,6 +44,9 @@ struct CheckpointState {
   double epoch_loss_sum = 0.0;
   std::int64_t epoch_correct = 0;
   std::int64_t epoch_samples = 0;
+  // --grad-dtype fp16's dynamic loss scale and its good steps in a row (v3; 0 and 0 without one, and in v1/v2).
+  double loss_scale = 0.0;
+  std::int64_t loss_scale_good_steps = 0;
   // Model and optimizer.
   std::vector<NamedTensor> params;
   std::vector<NamedTensor> buffers;  // the layers' non-gradient state (BatchNorm's running statistics)

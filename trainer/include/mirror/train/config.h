@@ -26,10 +26,14 @@ enum class BackendChoice { kAuto, kHost, kNccl };
 enum class BestMetric { kNone, kTestAcc, kTestLoss, kTrainLoss, kTrainAcc };
 // --scale-lr: none, or the linear scaling rule.
 enum class LrScaling { kNone, kLinear };
+// --grad-dtype: the type the gradients travel in (grad_compression.h): float32, or 16 bits (bfloat16; float16
+// with a dynamic loss scale).
+enum class GradDtype { kFp32, kBf16, kFp16 };
 
 std::string to_string(Toggle value);         // "auto" | "on" | "off"
 std::string to_string(BackendChoice value);  // "auto" | "host" | "nccl"
 std::string to_string(LrScaling value);      // "none" | "linear"
+std::string to_string(GradDtype value);      // "fp32" | "bf16" | "fp16"
 // --decay's names: "none" (nn::DecayKind::kConstant), "cosine", "step".
 std::string decay_flag_name(nn::DecayKind kind);
 
@@ -88,6 +92,13 @@ struct TrainConfig {
   // Each rank updates only its shard of the parameters (reduce-scatter, optimizer, all-gather) instead of
   // all of them after an all-reduce: auto (on for CPU models on the shared-memory transport) | on | off.
   Toggle shard_optimizer = Toggle::kAuto;
+  // Gradients sent in 16 bits (docs/training.md, "Compressed gradients"): each rank rounds its gradients
+  // (times the loss scale for fp16) to the type, the reduction accumulates in float32 on the host backends.
+  GradDtype grad_dtype = GradDtype::kFp32;
+  // fp16 only: the initial loss scale (a power of two in [1, 2^24]); 0: not given (2^16 for fp16). It halves
+  // at every overflow (the step is skipped) and doubles after loss_scale_growth_interval good steps.
+  double loss_scale = 0.0;
+  std::int64_t loss_scale_growth_interval = 2000;
   // BatchNorm's batch statistics summed over all ranks (SyncBN), so N ranks x B train like 1 x N*B. Off:
   // each rank normalises with its own batch, and the running statistics are averaged over the ranks before
   // every checkpoint and evaluation (equivalence is given up).

@@ -7,16 +7,33 @@
 // layer's gradients, which backward produces last) is left to finish(), which waits for the others and then
 // runs the rest blocking on the calling thread: nothing is left to overlap it with, and a blocking call
 // saves the hand-off to the communicator's progress thread and back. finish() returns when every bucket is averaged, before the optimizer step. Every rank launches the buckets in the same order, because backward runs in the same order.
+//
+// 16-bit gradients (GradWire, --grad-dtype): a bucket is first rounded to the wire type (times the loss
+// scale) into the same range of a 16-bit buffer, which is what gets reduced; finish() widens the ranges this
+// rank owns back into the float32 gradients (divided by the scale). With one rank the same round trip runs
+// without a collective (grad_compression.h has the rule). The buckets are the same for every wire type.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "mirror/coll/communicator.h"
+#include "mirror/nn/device.h"
+#include "mirror/nn/tensor.h"
 #include "mirror/telemetry/timeline.h"
 
 namespace mirror::train {
+
+// The type gradients travel in. kFloat32: reduced in place in the gradient buffer. kBFloat16/kFloat16: through
+// a 16-bit buffer of as many elements as the gradients, in `device`'s memory: `memory` (e.g. a shared buffer
+// of the communicator), or one the bucketer allocates when null.
+struct GradWire {
+  coll::DataType type = coll::DataType::kFloat32;
+  std::uint16_t* memory = nullptr;
+  nn::Device device;
+};
 
 struct GradSlice {
   std::size_t offset = 0;  // in elements, in the flat gradient buffer
@@ -27,10 +44,14 @@ class GradientBucketer {
  public:
   // `params` in model order (their slices tile the buffer in order); backward reports them in reverse order.
   GradientBucketer(coll::Communicator& comm, float* flat_grads, std::vector<GradSlice> params,
-                   std::size_t bucket_bytes, bool overlap = true, bool sharded = false);
+                   std::size_t bucket_bytes, bool overlap = true, bool sharded = false, GradWire wire = {});
 
   // Arms the buckets for one backward pass. sync=false (an accumulation micro-step) makes on_grad_ready a no-op.
   void begin_step(bool sync);
+  // 16-bit wire only: the loss scale the next step's gradients are multiplied by before rounding (and divided
+  // by after); a power of two. 1 by default.
+  void set_scale(float scale) { scale_ = scale; }
+  coll::DataType wire_type() const { return wire_.type; }
   // Called by backward when parameter `index`'s gradient is final.
   void on_grad_ready(std::size_t index);
   // Starts whatever has not started (all buckets, when overlap is off) and waits for every bucket.
@@ -68,6 +89,8 @@ class GradientBucketer {
     std::int64_t start_ns = 0, done_ns = 0;  // timeline only
   };
   void start(Bucket& b, bool async);
+  bool narrowed() const { return wire_.type != coll::DataType::kFloat32; }
+  void widen_owned();                         // 16-bit wire: the owned ranges back into the gradients
   void note_completions();                    // timeline: stamps started buckets seen complete
   void record_buckets();                      // timeline: one span per bucket of the step
 
@@ -78,6 +101,9 @@ class GradientBucketer {
   std::vector<char> reported_;  // per parameter, in this step
   bool overlap_;
   bool sharded_;
+  GradWire wire_;
+  nn::Tensor own_wire_;  // the 16-bit buffer when GradWire::memory is null (floats holding 2 halves each)
+  float scale_ = 1.0f;
   std::vector<std::pair<std::size_t, std::size_t>> owned_;
   bool sync_ = true;
   std::size_t started_before_finish_ = 0;
