@@ -1,11 +1,16 @@
 // trainer_main.cc — `trainer`: data-parallel training, one process per GPU (or CPU rank), under mpirun or
 // mirrorrun. Flags: trainer --help (config.cc holds the table).
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <iostream>
+#include <thread>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/agreed_error.h"
@@ -28,6 +33,49 @@ bool output_is_terminal() {
   return ::isatty(STDOUT_FILENO) != 0;
 }
 extern "C" void on_stop_signal(int) { g_stop_requested.store(true); }
+
+// SIGTERM/SIGINT (preemption, Ctrl-C) are taken on a thread of their own, never on a thread that computes.
+// Why: oneDNN 2.x's JIT sgemm (jit_avx_gemm_f32 / jit_avx512_common_gemm_f32 before oneDNN v3.12,
+// uxlfoundation/oneDNN#4845) points rsp at its heap workspace when K exceeds what fits on the stack (K > 252 on
+// AVX2: cnn-bn's fc1 forward has K = 3136). A handler run on that thread meanwhile puts its signal frame into
+// the heap below the workspace, and a later malloc aborts ("malloc(): smallbin double linked list corrupted",
+// seen in conv2d backward right after a SIGTERM, before the step could end). So this blocks both signals on
+// the calling (main) thread, which every thread started after it inherits (OpenMP's, the loader's, the
+// collectives' progress thread), and one idle thread with them unblocked runs the handler. Threads MPI_Init
+// started earlier may run it too; they never run oneDNN.
+class StopSignalThread {
+ public:
+  StopSignalThread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    std::signal(SIGTERM, on_stop_signal);
+    std::signal(SIGINT, on_stop_signal);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);  // a signal arriving from here on waits for the thread below
+    thread_ = std::thread([this, set] {
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [this] { return done_; });  // the handler interrupts this wait, which then resumes
+    });
+  }
+  ~StopSignalThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  StopSignalThread(const StopSignalThread&) = delete;
+  StopSignalThread& operator=(const StopSignalThread&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,9 +92,9 @@ int main(int argc, char** argv) {
     }
     if (config.progress == train::Toggle::kAuto)
       config.progress = output_is_terminal() ? train::Toggle::kOn : train::Toggle::kOff;
-    // SIGTERM/SIGINT (preemption, Ctrl-C): finish the step, write a checkpoint, exit.
-    std::signal(SIGTERM, on_stop_signal);
-    std::signal(SIGINT, on_stop_signal);
+    // SIGTERM/SIGINT (preemption, Ctrl-C): finish the step, write a checkpoint, exit. Before any thread that
+    // computes exists (see StopSignalThread).
+    const StopSignalThread stop_signals;
 
     const int local_rank = coll::MpiRuntime::local_rank();
     coll::CommOptions options;
