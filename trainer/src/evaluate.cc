@@ -32,7 +32,8 @@ double EvalResult::class_accuracy(std::int64_t c) const {
 }
 
 EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
-                    coll::Communicator& control, const PredictionFn& on_prediction) {
+                    coll::Communicator& control, const PredictionFn& on_prediction,
+                    const std::atomic<bool>* stop_requested) {
   MIRROR_CHECK(batch > 0, kInvalidArgument, "evaluation batch size must be > 0, got " << batch);
   const std::int64_t classes = model.num_classes();
   check_dataset_fits(model, dataset);
@@ -47,6 +48,10 @@ EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::s
   std::vector<float> logits, probs(static_cast<std::size_t>(classes));
   std::int64_t next_index = loader.first_index();  // the rank's part is contiguous, batches in order
   while (loader.next(b)) {
+    if (stop_requested && stop_requested->load()) {
+      result.abandoned = true;
+      break;
+    }
     const std::int64_t base = next_index;
     next_index += b.size;
     nn::ForwardContext context;
@@ -76,14 +81,15 @@ EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::s
   }
   model.set_training(true);
 
-  // One reduction for the sums: [loss_sum] as float64, [correct, count, confusion...] as int64.
+  // One reduction for the sums: [loss_sum] as float64, [correct, count, abandoned, confusion...] as int64.
   control.allreduce(&result.loss_sum, &result.loss_sum, 1, coll::DataType::kFloat64, coll::ReduceOp::kSum);
-  std::vector<std::int64_t> counts{result.correct, result.count};
+  std::vector<std::int64_t> counts{result.correct, result.count, result.abandoned ? 1 : 0};
   counts.insert(counts.end(), result.confusion.begin(), result.confusion.end());
   control.allreduce(counts.data(), counts.data(), counts.size(), coll::DataType::kInt64, coll::ReduceOp::kSum);
   result.correct = counts[0];
   result.count = counts[1];
-  std::copy(counts.begin() + 2, counts.end(), result.confusion.begin());
+  result.abandoned = counts[2] != 0;
+  std::copy(counts.begin() + 3, counts.end(), result.confusion.begin());
   return result;
 }
 

@@ -337,7 +337,7 @@ Trainer::EpochEnd Trainer::run_epoch() {
   times.train = seconds_since(times.start);
   if (stop && pos_.micro < micro_per_epoch()) return EpochEnd::kStoppedInside;  // a partial epoch: no epoch line
   end_epoch(times);
-  return stop || early_stopped_ ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
+  return stop || early_stopped_ || stop_agreed_ ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
 }
 
 void Trainer::train_step(EpochTimes& times) {
@@ -474,15 +474,21 @@ void Trainer::end_epoch(const EpochTimes& times) {
   const bool evaluate_now = config_.eval_every > 0 &&
                             ((pos_.epoch + 1) % config_.eval_every == 0 || pos_.epoch + 1 == config_.epochs);
   double test_loss = NAN, test_acc = NAN;
+  bool evaluated = evaluate_now;
   if (evaluate_now) {
     const Timeline::Scope span(telemetry_->timeline(), "evaluation", "evaluation");
     agree_on_buffers();
-    const EvalResult r =
-        evaluate(*model_, *dataset_, "test", std::max<std::int64_t>(config_.batch_size, 256), control_);
-    test_loss = summary_.test_loss = r.mean_loss();
-    test_acc = summary_.test_acc = r.accuracy();
+    const EvalResult r = evaluate(*model_, *dataset_, "test", std::max<std::int64_t>(config_.batch_size, 256),
+                                  control_, {}, ctx_.stop_requested);
+    if (r.abandoned) {
+      evaluated = false;
+      abandon_for_stop();
+    } else {
+      test_loss = summary_.test_loss = r.mean_loss();
+      test_acc = summary_.test_acc = r.accuracy();
+    }
   }
-  const std::string line = metrics_line(times, test_loss, test_acc, evaluate_now);
+  const std::string line = metrics_line(times, test_loss, test_acc, evaluated);
   summary_.epoch = pos_.epoch + 1;
   if (rank_ == 0 && out_) *out_ << line << std::flush;
   pos_.loss_sum = 0.0;
@@ -499,6 +505,16 @@ void Trainer::end_epoch(const EpochTimes& times) {
             << best_->since_best() << " evaluation(s); best " << best_->best() << " at step " << best_->best_step()
             << "\n";
   }
+}
+
+// A stop request reached some rank during the evaluation, which every rank then left (evaluate's reduction
+// agreed on it): the epoch's line has no test figures, its checkpoint is still written, and the run stops there.
+void Trainer::abandon_for_stop() {
+  stop_agreed_ = true;
+  summary_.stopped_early = true;
+  if (out_)
+    *out_ << "stop requested during the evaluation of epoch " << pos_.epoch + 1
+          << ": evaluation abandoned; saving the epoch's state and stopping\n";
 }
 
 // Rank 0 judges the epoch's metrics line (--keep-best, --early-stop) and tells the others (collective).

@@ -81,7 +81,8 @@ class Trainer {
   bool agree_on_step(double step_loss);
   void skip_overflowed_step();   // fp16: warn, halve the loss scale
   [[noreturn]] void throw_diverged(std::int64_t step, const std::string& what) const;
-  bool stop_requested();         // what agree_on_step found: any rank's request stops all
+  bool stop_requested();         // what agree_on_step (or an abandoned evaluation) found: any rank's request stops all
+  void abandon_for_stop();       // the evaluation was left for a stop request: no test figures, stop after the epoch
   void end_epoch(const EpochTimes& times);
   std::string metrics_line(const EpochTimes& times, double test_loss, double test_acc, bool evaluated);
   struct BestVerdict {

@@ -4,6 +4,7 @@
 // confusion matrix; optionally a per-sample prediction callback.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -22,6 +23,7 @@ struct EvalResult {
   std::int64_t count = 0;
   std::int64_t num_classes = 0;
   std::vector<std::int64_t> confusion;  // [label * classes + predicted], summed over all ranks
+  bool abandoned = false;  // some rank saw its stop request set and stopped early: the sums cover part of the split
 
   double mean_loss() const { return count ? loss_sum / static_cast<double>(count) : 0.0; }
   double accuracy() const { return count ? static_cast<double>(correct) / static_cast<double>(count) : 0.0; }
@@ -43,8 +45,11 @@ void check_dataset_fits(const nn::Model& model, const data::Dataset& dataset);
 
 // Evaluates `model` on `split` of `dataset` in batches of `batch` (this rank's part only), calls on_prediction
 // (when set) for each of this rank's samples in index order, and reduces the sums over `control` (a host
-// communicator). Every rank returns the same totals.
+// communicator). Every rank returns the same totals. When `stop_requested` is given, a rank that finds it set
+// before a batch evaluates no further batches (a SIGTERM need not wait for a long evaluation); the reduction
+// still runs on every rank, and every rank then returns `abandoned` set.
 EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
-                    coll::Communicator& control, const PredictionFn& on_prediction = {});
+                    coll::Communicator& control, const PredictionFn& on_prediction = {},
+                    const std::atomic<bool>* stop_requested = nullptr);
 
 }  // namespace mirror::train
