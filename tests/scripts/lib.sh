@@ -57,3 +57,28 @@ np.savez(sys.argv[1], x=x.astype(np.uint8), y=y)
 PY
   "$MIRROR_DATA" import "$TMP/images.npz" --test-fraction 0.2 --seed 1 --out "$file" >/dev/null
 }
+
+# kill_rank_and_restart CKDIR OUT TRAINER-ARGS... — runs the trainer at 2 ranks under mirrorrun --max-restarts 2
+# with --checkpoint-dir CKDIR --resume auto (output to OUT), kills one of its ranks with SIGKILL once the first
+# checkpoint is there, and fails unless the job restarted, resumed and then finished with exit 0.
+kill_rank_and_restart() {
+  local ck="$1" out="$2"; shift 2
+  timeout 300 "$MIRRORRUN" -np 2 --max-restarts 2 --restart-delay 0.2 -- \
+    "$TRAINER" "$@" --checkpoint-dir "$ck" --resume auto >"$out" 2>&1 &
+  local job=$! victim="" pid rc=0
+  for _ in $(seq 1 1200); do
+    compgen -G "$ck/ckpt-*.h5" >/dev/null && break
+    sleep 0.05
+  done
+  compgen -G "$ck/ckpt-*.h5" >/dev/null || { kill "$job"; fail "no first checkpoint: $(cat "$out")"; }
+  for pid in $(pgrep -x trainer); do  # a real trainer process of this job, not mpirun
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$ck"; then victim=$pid; break; fi
+  done
+  [ -n "$victim" ] || { kill "$job"; fail "no trainer rank found to kill"; }
+  kill -9 "$victim"
+  echo "killed rank pid $victim"
+  wait "$job" || rc=$?
+  [ "$rc" -eq 0 ] || fail "mirrorrun exited $rc: $(cat "$out")"
+  grep -q "restart 1 of 2" "$out" || fail "no restart reported: $(cat "$out")"
+  grep -q "resumed from" "$out" || fail "the restarted job did not resume: $(cat "$out")"
+}

@@ -23,26 +23,7 @@ echo "$out" | grep -Eq "^  bn2\.running_var .* ok$" || fail "the diff does not c
 echo "ok: cnn-bn (SyncBN, dropout), interrupted at step 45 and resumed == uninterrupted (bit-exact, with /buffers)"
 
 # (2) A rank killed with SIGKILL after the first checkpoint; mirrorrun restarts the job, which resumes.
-timeout 300 "$MIRRORRUN" -np 2 --max-restarts 2 --restart-delay 0.2 -- \
-  "$TRAINER" "${common[@]}" --checkpoint-dir "$TMP/ck" --resume auto >"$TMP/run.out" 2>&1 &
-job=$!
-first_checkpoint() { compgen -G "$TMP/ck/ckpt-*.h5" >/dev/null; }
-for _ in $(seq 1 1200); do
-  first_checkpoint && break
-  sleep 0.05
-done
-first_checkpoint || { kill "$job"; fail "no first checkpoint: $(cat "$TMP/run.out")"; }
-victim=""
-for pid in $(pgrep -x trainer); do
-  if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$TMP/ck"; then victim=$pid; break; fi
-done
-[ -n "$victim" ] || { kill "$job"; fail "no trainer rank found to kill"; }
-kill -9 "$victim"
-rc=0
-wait "$job" || rc=$?
-[ "$rc" -eq 0 ] || fail "mirrorrun exited $rc: $(cat "$TMP/run.out")"
-grep -q "restart 1 of 2" "$TMP/run.out" || fail "no restart reported: $(cat "$TMP/run.out")"
-grep -q "resumed from" "$TMP/run.out" || fail "the restarted job did not resume: $(cat "$TMP/run.out")"
+kill_rank_and_restart "$TMP/ck" "$TMP/run.out" "${common[@]}" >/dev/null
 "$MIRROR_CKPT" diff "$TMP/full/ckpt-00000120.h5" "$TMP/ck/ckpt-00000120.h5" --tol 0 >/dev/null \
   || fail "cnn-bn: the restarted run ended with other values than the uninterrupted one"
 echo "ok: cnn-bn, a rank killed, the job restarted and resumed == uninterrupted (bit-exact)"
