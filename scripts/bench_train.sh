@@ -24,7 +24,8 @@ while [ $# -gt 0 ]; do
     --np) nps="${2//,/ }"; shift 2 ;;
     --samples) samples="$2"; shift 2 ;;
     --no-peers) skip_peers="${2//,/ }"; shift 2 ;;
-    *) echo "bench_train.sh: unknown argument $1 (see the comment at the top)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench_train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$model" in
