@@ -9,6 +9,7 @@
 
 #include "mpi_check.h"
 #include "shared_buffer.h"
+#include "shm_piece.h"
 #include "shm_reduce.h"
 
 namespace mirror::coll::detail {
@@ -30,7 +31,8 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       options_(options),
       staging_(options.shm_staging),
       direct_stores_(options.shm_staging),
-      gather_stores_(options.shm_staging) {
+      gather_stores_(options.shm_staging),
+      single_piece_(single_piece_bytes(size, l2_cache_bytes())) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
   // In every mode (two syncs), so ranks that disagree on the mode still take the same steps.
   probe_cross_memory();

@@ -105,10 +105,6 @@ constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
 constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
 constexpr std::size_t kShmSingleBroadcastBytes = 32 * 1024;
-// The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes
-// (read from each peer into a scratch piece that stays in cache, reduced, written back).
-// (1 MiB measured 5-25 % faster than 64 or 256 KiB from 1 to 64 MiB on the build machine.)
-constexpr std::size_t kShmSinglePieceBytes = std::size_t{1} << 20;
 // Shared buffers (allocate_shared) alive at once, per communicator.
 constexpr int kShmSharedSlots = 64;
 
@@ -210,7 +206,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t direct_calls_ = 0;
   std::uint64_t evicted_ = 0;  // direct reduce_scatters that evicted the lines they read
   CrossMemory cross_;
-  std::vector<unsigned char> scratch_;  // size_ pieces of kShmSinglePieceBytes (single-copy paths)
+  // The single-copy allreduce and reduce_scatter move and reduce their chunk in pieces of this many bytes,
+  // from the L2 size (shm_piece.h): read from each peer into a scratch piece that stays in cache, reduced.
+  std::size_t single_piece_;
+  std::vector<unsigned char> scratch_;  // size_ pieces of single_piece_ bytes (single-copy paths)
   std::uint64_t single_calls_ = 0;
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;

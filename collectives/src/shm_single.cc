@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "shm_communicator.h"
+#include "shm_piece.h"
 #include "shm_reduce.h"
 
 namespace mirror::coll::detail {
@@ -117,10 +118,12 @@ std::vector<ShmControl::Addresses> ShmCommunicator::peer_addresses(const Collect
 
 void ShmCommunicator::allreduce_single(const CollectiveCall& call, const OpContext& ctx, bool synced) {
   // Rank r owns chunk r (64-byte aligned starts, as the direct path). Per piece of it: read the piece of
-  // every other rank's send into scratch (one kernel copy each), reduce all n in rank order into a
-  // result piece and, in the same kernel pass, into its own recv, then write the result piece into every
-  // other rank's recv. Per rank and message byte S: memory reads S (S/n own send, (n-1)S/n the others'),
-  // writes S (S/n own recv, (n-1)S/n the others'); the scratch traffic stays in cache. Two syncs.
+  // every other rank's send into scratch (one kernel copy each), reduce all n in rank order into its own
+  // recv, then write that piece of its recv into every other rank's recv (read back while it is still in
+  // cache). Out of place from kShmStreamBytes the own recv is written with streaming stores, so the
+  // reduction also writes the piece to scratch in the same pass and the writes go out from there. Per
+  // rank and message byte S: memory reads S (S/n own send, (n-1)S/n the others'), writes S (S/n own
+  // recv, (n-1)S/n the others'); the scratch traffic stays in cache. Two syncs.
   if (!synced) step(call, ctx);
   const auto peers = peer_addresses(call);
   const std::size_t es = dtype_size(call.type), count = call.count, bytes = count * es;
@@ -128,21 +131,27 @@ void ShmCommunicator::allreduce_single(const CollectiveCall& call, const OpConte
   const std::size_t chunk = ceil_div(ceil_div(count, static_cast<std::size_t>(size_)), align) * align;
   const std::size_t lo = std::min(count, static_cast<std::size_t>(rank_) * chunk);
   const std::size_t hi = std::min(count, lo + chunk);
-  const std::size_t piece = std::max<std::size_t>(1, kShmSinglePieceBytes / es);
+  const std::size_t piece = std::max<std::size_t>(1, single_piece_ / es);
   const bool stream_own = call.send != call.recv && bytes >= kShmStreamBytes;
-  scratch_.resize(static_cast<std::size_t>(size_) * kShmSinglePieceBytes);
+  scratch_.resize(static_cast<std::size_t>(size_) * single_piece_);
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   for (std::size_t a = lo; a < hi; a += piece) {
     const std::size_t n = std::min(piece, hi - a);
     for (int q = 0; q < size_; ++q) {
-      unsigned char* mine = scratch_.data() + static_cast<std::size_t>(q) * kShmSinglePieceBytes;
+      unsigned char* mine = scratch_.data() + static_cast<std::size_t>(q) * single_piece_;
       if (q != rank_) cross_.read(q, reinterpret_cast<const unsigned char*>(peers[q].send) + a * es, mine, n * es);
       srcs[q] = q == rank_ ? send + a * es : mine;
     }
-    unsigned char* result = scratch_.data() + static_cast<std::size_t>(rank_) * kShmSinglePieceBytes;
-    shm_reduce(result, recv + a * es, srcs.data(), size_, n, call.type, call.op, size_, ReduceStores{false, stream_own});
+    const unsigned char* result = recv + a * es;
+    if (stream_own) {
+      unsigned char* copy = scratch_.data() + static_cast<std::size_t>(rank_) * single_piece_;
+      shm_reduce(copy, recv + a * es, srcs.data(), size_, n, call.type, call.op, size_, ReduceStores{false, true});
+      result = copy;
+    } else {
+      shm_reduce(recv + a * es, nullptr, srcs.data(), size_, n, call.type, call.op, size_);
+    }
     for (int q = 0; q < size_; ++q) {
       if (q != rank_) cross_.write(q, reinterpret_cast<unsigned char*>(peers[q].recv) + a * es, result, n * es);
     }
@@ -158,16 +167,16 @@ void ShmCommunicator::reduce_scatter_single(const CollectiveCall& call, const Op
   if (!synced) step(call, ctx);
   const auto peers = peer_addresses(call);
   const std::size_t es = dtype_size(call.type), rc = call.count;
-  const std::size_t piece = std::max<std::size_t>(1, kShmSinglePieceBytes / es);
+  const std::size_t piece = std::max<std::size_t>(1, single_piece_ / es);
   const std::size_t own_block = static_cast<std::size_t>(rank_) * rc * es;
-  scratch_.resize(static_cast<std::size_t>(size_) * kShmSinglePieceBytes);
+  scratch_.resize(static_cast<std::size_t>(size_) * single_piece_);
   const auto* send = static_cast<const unsigned char*>(call.send);
   auto* recv = static_cast<unsigned char*>(call.recv);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   for (std::size_t a = 0; a < rc; a += piece) {
     const std::size_t n = std::min(piece, rc - a);
     for (int q = 0; q < size_; ++q) {
-      unsigned char* mine = scratch_.data() + static_cast<std::size_t>(q) * kShmSinglePieceBytes;
+      unsigned char* mine = scratch_.data() + static_cast<std::size_t>(q) * single_piece_;
       if (q != rank_)
         cross_.read(q, reinterpret_cast<const unsigned char*>(peers[q].send) + own_block + a * es, mine, n * es);
       srcs[q] = q == rank_ ? send + own_block + a * es : mine;
