@@ -6,16 +6,33 @@
 namespace mirror::coll::detail {
 namespace {
 
+// Scale 1 skips the multiply, so the unscaled conversions are the reference's bits whatever DAZ/FTZ say.
 void narrow_half(const float* __restrict in, std::uint16_t* __restrict out, std::size_t n, float scale) noexcept {
+  if (scale == 1.0f) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = half_of(in[i]);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) out[i] = half_of(in[i] * scale);
 }
 void narrow_bfloat16(const float* __restrict in, std::uint16_t* __restrict out, std::size_t n, float scale) noexcept {
+  if (scale == 1.0f) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = bfloat16_of(in[i]);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) out[i] = bfloat16_of(in[i] * scale);
 }
 void widen_half(const std::uint16_t* __restrict in, float* __restrict out, std::size_t n, float scale) noexcept {
+  if (scale == 1.0f) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_half(in[i]);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) out[i] = float_of_half(in[i]) * scale;
 }
 void widen_bfloat16(const std::uint16_t* __restrict in, float* __restrict out, std::size_t n, float scale) noexcept {
+  if (scale == 1.0f) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bfloat16(in[i]);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) out[i] = float_of_bfloat16(in[i]) * scale;
 }
 void accumulate_half(const std::uint16_t* __restrict in, float* __restrict acc, std::size_t n) noexcept {

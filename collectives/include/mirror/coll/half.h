@@ -1,10 +1,13 @@
 // mirror/coll/half.h — float16 (IEEE binary16) and bfloat16 <-> float32 conversion, round-to-nearest-even.
 // Mirror's one conversion library: the host backends accumulate 16-bit reductions in float32 with it, the
 // trainer narrows and widens its --grad-dtype gradients with it (loss scale folded in), and tests and
-// mirror-bench build 16-bit data with it. NaN stays NaN (quiet: the payload's top bits are kept and the quiet
-// bit set), infinities and signed zeros are kept, float16 subnormals are produced and read exactly, values
-// too large for float16 become infinity. No result depends on the floating-point environment's rounding
-// mode or flush-to-zero flags (the scaled forms multiply by the scale in float32 first).
+// mirror-bench build 16-bit data with it. NaN stays NaN (narrowing keeps the payload's top bits and sets the
+// quiet bit; float16 -> float32 sets it too; bfloat16 -> float32 is exact bits), infinities and signed
+// zeros are kept, float16 subnormals are produced and read exactly, values too large for float16 become
+// infinity. The conversions themselves do not depend on the floating-point
+// environment (rounding mode, DAZ/FTZ); a scaled form with a scale other than 1 first multiplies in float32
+// in the current environment (by default: round to nearest even, no flushing), and the accumulating forms
+// add in it.
 //
 // The per-value functions are the reference rule. The whole-buffer ones run a vector build picked once at
 // run time from the CPU (half_kernels()): every build gives the reference's bits for every input.
@@ -28,7 +31,7 @@ void bfloat16_to_float(const std::uint16_t* in, float* out, std::size_t count) n
 void float_to_bfloat16(const float* in, std::uint16_t* out, std::size_t count) noexcept;
 
 // One pass with a scale: out[i] = 16-bit(in[i] * scale) (the product rounded to float32 first), and
-// out[i] = float32(in[i]) * scale. With scale 1 they equal the unscaled forms bit for bit.
+// out[i] = float32(in[i]) * scale. With scale 1 there is no multiply: they are the unscaled forms.
 void float_to_half_scaled(const float* in, std::uint16_t* out, std::size_t count, float scale) noexcept;
 void float_to_bfloat16_scaled(const float* in, std::uint16_t* out, std::size_t count, float scale) noexcept;
 void half_to_float_scaled(const std::uint16_t* in, float* out, std::size_t count, float scale) noexcept;
