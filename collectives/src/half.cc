@@ -1,8 +1,13 @@
-// half.cc — bit-level float16/bfloat16 <-> float32 conversion with round-to-nearest-even.
+// half.cc — bit-level float16/bfloat16 <-> float32 conversion with round-to-nearest-even: the per-value
+// reference rule (written for clarity, with branches), and the run-time choice of the vector build that the
+// whole-buffer conversions use (half_kernels.h).
 #include "mirror/coll/half.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
+
+#include "half_kernels.h"
 
 namespace mirror::coll {
 
@@ -67,17 +72,74 @@ std::uint16_t float_to_bfloat16(float f) noexcept {
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
+namespace {
+
+// Widest first. The checks include the OS's support for the registers (__builtin_cpu_supports does).
+std::array<const HalfKernels*, 3> find_supported(std::size_t* count) {
+  std::array<const HalfKernels*, 3> found{};
+  std::size_t n = 0;
+#ifdef MIRROR_HALF_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) found[n++] = &detail::kHalfAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) found[n++] = &detail::kHalfAvx2;
+#endif
+  found[n++] = &detail::kHalfGeneric;
+  *count = n;
+  return found;
+}
+
+struct Supported {
+  std::size_t count = 0;
+  std::array<const HalfKernels*, 3> kernels = find_supported(&count);
+};
+
+const Supported& supported() noexcept {
+  static const Supported s;
+  return s;
+}
+
+}  // namespace
+
+std::span<const HalfKernels* const> supported_half_kernels() noexcept {
+  return {supported().kernels.data(), supported().count};
+}
+
+const HalfKernels& half_kernels() noexcept {
+  static const HalfKernels& chosen = *supported().kernels[0];
+  return chosen;
+}
+
 void half_to_float(const std::uint16_t* in, float* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) out[i] = half_to_float(in[i]);
+  half_kernels().half_to_float(in, out, count, 1.0f);
 }
 void float_to_half(const float* in, std::uint16_t* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) out[i] = float_to_half(in[i]);
+  half_kernels().float_to_half(in, out, count, 1.0f);
 }
 void bfloat16_to_float(const std::uint16_t* in, float* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) out[i] = bfloat16_to_float(in[i]);
+  half_kernels().bfloat16_to_float(in, out, count, 1.0f);
 }
 void float_to_bfloat16(const float* in, std::uint16_t* out, std::size_t count) noexcept {
-  for (std::size_t i = 0; i < count; ++i) out[i] = float_to_bfloat16(in[i]);
+  half_kernels().float_to_bfloat16(in, out, count, 1.0f);
+}
+
+void float_to_half_scaled(const float* in, std::uint16_t* out, std::size_t count, float scale) noexcept {
+  half_kernels().float_to_half(in, out, count, scale);
+}
+void float_to_bfloat16_scaled(const float* in, std::uint16_t* out, std::size_t count, float scale) noexcept {
+  half_kernels().float_to_bfloat16(in, out, count, scale);
+}
+void half_to_float_scaled(const std::uint16_t* in, float* out, std::size_t count, float scale) noexcept {
+  half_kernels().half_to_float(in, out, count, scale);
+}
+void bfloat16_to_float_scaled(const std::uint16_t* in, float* out, std::size_t count, float scale) noexcept {
+  half_kernels().bfloat16_to_float(in, out, count, scale);
+}
+
+void half_accumulate(const std::uint16_t* in, float* acc, std::size_t count) noexcept {
+  half_kernels().half_accumulate(in, acc, count);
+}
+void bfloat16_accumulate(const std::uint16_t* in, float* acc, std::size_t count) noexcept {
+  half_kernels().bfloat16_accumulate(in, acc, count);
 }
 
 }  // namespace mirror::coll

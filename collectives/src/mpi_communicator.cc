@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "host_16bit.h"
 #include "mpi_check.h"
 #include "mpi_requests.h"
 #include "reduce.h"
@@ -91,7 +92,12 @@ void MpiCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   const std::size_t n = call.count;
   if (n == 0) return;
   const DataType acc = accumulation_type(call.type);
-  if (acc != call.type) {  // 16-bit: reduce in float32, round once
+  if (acc != call.type && size_ > 1 && n >= static_cast<std::size_t>(size_) && n * 2 > kSmallAllreduceBytes) {
+    // 16-bit, large: 16-bit bytes on the wire, float32 sums in rank order, rounded once (host_16bit.h)
+    allreduce_16bit(*algo_transport_, workspace_, call.send, call.recv, n, call.type, call.op, ctx);
+    return;
+  }
+  if (acc != call.type) {  // 16-bit, small: reduce in float32, round once
     auto* f = reinterpret_cast<float*>(workspace_.get(1, n * sizeof(float)));
     widen_to_float(call.send, f, n, call.type);
     detail::allreduce(*algo_transport_, workspace_, f, n, acc, call.op, ctx);
@@ -127,6 +133,16 @@ void MpiCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   if (n == 0) return;
   const DataType acc = accumulation_type(call.type);
   const std::size_t acc_size = dtype_size(acc);
+  ChunkLayout chunks;
+  for (int i = 0; i < size_; ++i) {
+    chunks.offset.push_back(static_cast<std::size_t>(i) * n);
+    chunks.count.push_back(n);
+  }
+  chunks.max_count = n;
+  if (acc != call.type && size_ > 1) {  // 16-bit: 16-bit bytes on the wire, float32 sums (host_16bit.h)
+    reduce_scatter_16bit(*algo_transport_, workspace_, call.send, call.recv, chunks, call.type, call.op, ctx);
+    return;
+  }
   // Work on a copy: the send buffer is const, and in place only this rank's block may change.
   unsigned char* work = workspace_.get(1, total * acc_size);
   if (acc != call.type) {
@@ -134,12 +150,6 @@ void MpiCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   } else {
     std::memcpy(work, call.send, total * acc_size);
   }
-  ChunkLayout chunks;
-  for (int i = 0; i < size_; ++i) {
-    chunks.offset.push_back(static_cast<std::size_t>(i) * n);
-    chunks.count.push_back(n);
-  }
-  chunks.max_count = n;
   if (size_ > 1) reduce_scatter_ring(*algo_transport_, workspace_, work, work, chunks, acc, call.op, ctx);
   unsigned char* mine = work + static_cast<std::size_t>(rank_) * n * acc_size;
   finish_reduction(mine, n, acc, call.op, size_);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "mirror/coll/half.h"
 #include "mirror/coll/types.h"
@@ -90,7 +91,12 @@ void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* sr
     const std::size_t n = std::min(kKernelBlock, count - b);
     widen(static_cast<const std::uint16_t*>(srcs[0]) + b, acc, n);
     for (int k = 1; k < nsrc; ++k) {
-      widen(static_cast<const std::uint16_t*>(srcs[k]) + b, tmp, n);
+      const auto* src = static_cast<const std::uint16_t*>(srcs[k]) + b;
+      if constexpr (std::is_same_v<F, AddOp<float>>) {  // sum/avg: widen and add in one pass (coll/half.h)
+        if (half) half_accumulate(src, acc, n); else bfloat16_accumulate(src, acc, n);
+        continue;
+      }
+      widen(src, tmp, n);
       combine_into(acc, tmp, n, f);
     }
     if (avg && ranks > 1) divide(acc, n, ranks);

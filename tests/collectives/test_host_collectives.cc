@@ -73,6 +73,9 @@ TEST(HostLarge, ReduceScatterAllgatherBroadcast) {
   const std::size_t per_rank = kLargeCount / static_cast<std::size_t>(c.size()) + 1;
   EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kFloat32, ReduceOp::kSum, per_rank, false));
   EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kInt32, ReduceOp::kMin, per_rank, true));
+  // 16-bit: the pairwise exchange of 16-bit blocks with float32 sums (host_16bit.h)
+  EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kBFloat16, ReduceOp::kAvg, per_rank, true));
+  EXPECT_TRUE(check_reduce_scatter(c, false, DataType::kFloat16, ReduceOp::kMax, per_rank, false));
   EXPECT_TRUE(check_allgather(c, false, DataType::kFloat64, per_rank, true));
   EXPECT_TRUE(check_broadcast(c, false, DataType::kFloat32, kLargeCount, c.size() - 1));
 }
