@@ -16,6 +16,11 @@ namespace mirror::nn::detail {
 struct BnBatch {
   std::int64_t n = 0, channels = 0, area = 0;  // area = H·W
   std::int64_t block = 1;  // channel block of the layout (tensor.h): 1 for NCHW, 8 or 16 (CPU only)
+  // A ReLU fused after the normalisation (CPU only: BatchNorm2d::absorb_following_relu): normalise writes
+  // relu(y) (y > 0 ? y : 0), and gradient_sums / input_gradient take dy · [relu_y > 0] wherever they read dy,
+  // relu_y the forward's output: exactly the ReLU layer's values, without its passes.
+  bool relu = false;
+  const float* relu_y = nullptr;
 };
 
 // BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is
