@@ -5,9 +5,17 @@
 // For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
 // than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
 // A ReLU fused after the layer (BnBatch::relu) is applied in normalise and masks dy in the backward loops.
+// This file builds the baseline (x86-64: SSE2) loops; batch_norm2d_cpu_avx2.cc includes it again to build the
+// same loops for AVX2 (GCC's target pragma below, after the library headers, so that only this file's own
+// functions, all of internal linkage, get AVX2 code: no shared inline function may carry it into the baseline).
+// AVX2 without FMA: each element's arithmetic is the baseline's; only NCHW plane sums change their order.
 #include <array>
 
 #include "batch_norm2d_kernels.h"
+
+#if defined(MIRROR_BN_CPU_AVX2)
+#pragma GCC target("avx2")
+#endif
 
 namespace mirror::nn::detail {
 namespace {
@@ -199,6 +207,10 @@ class CpuBatchNorm final : public BatchNormKernels {
 
 }  // namespace
 
-std::unique_ptr<BatchNormKernels> make_batch_norm_cpu() { return std::make_unique<CpuBatchNorm>(); }
+#if defined(MIRROR_BN_CPU_AVX2)
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_avx2() { return std::make_unique<CpuBatchNorm>(); }
+#else
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_baseline() { return std::make_unique<CpuBatchNorm>(); }
+#endif
 
 }  // namespace mirror::nn::detail
