@@ -10,6 +10,8 @@
 // functions, all of internal linkage, get AVX2 code: no shared inline function may carry it into the baseline).
 // AVX2 without FMA: each element's arithmetic is the baseline's; only NCHW plane sums change their order.
 #include <array>
+#include <bit>
+#include <cstdint>
 
 #include "batch_norm2d_kernels.h"
 
@@ -170,11 +172,13 @@ class CpuBatchNorm final : public BatchNormKernels {
     const float* __restrict g;
     float operator()(std::int64_t i) const { return g[i]; }
   };
+  // The mask as bits (dy's bits where y > 0, +0 else: the select exactly), which vectorises inside the double
+  // sums where the select did not (gradient_sums ran 4x slower in perf).
   struct ReluMasked {
     const float *__restrict g, *__restrict y;
     float operator()(std::int64_t i) const {
-      const float v = g[i];
-      return y[i] > 0.0f ? v : 0.0f;
+      const std::uint32_t keep = y[i] > 0.0f ? ~std::uint32_t{0} : std::uint32_t{0};
+      return std::bit_cast<float>(std::bit_cast<std::uint32_t>(g[i]) & keep);
     }
   };
 
