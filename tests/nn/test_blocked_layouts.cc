@@ -4,7 +4,8 @@
 // NCHW (each layer wrapped so that it takes no blocked input: the path test_nn_conv_layers, test_nn_batch_norm
 // and test_nn_layers check against plain loops): logits, every gradient and the running statistics, in training
 // and in evaluation; a probe checks that blocked tensors really flowed. A ReLU before a max pooling, absorbed by
-// it (chain_fusion.h), gives bit for bit what the two layers give apart. Also Tensor::set_layout's checks.
+// it (chain_fusion.h), gives bit for bit what the two layers give apart; so does a ReLU after a BatchNorm2d or
+// a residual block, absorbed by it. Also Tensor::set_layout's checks.
 #include <gtest/gtest.h>
 
 #include "layer_checks.h"
@@ -185,6 +186,85 @@ TEST(ReluAbsorption, AReluBeforeMaxPoolingIsAbsorbedBitForBit) {
     apart->backward(dl);
     EXPECT_EQ(fast->grads_to_host(), apart->grads_to_host()) << "gradients, step " << step;
   }
+}
+
+// Forwards everything to `inner` (layouts included) but is no ReLU to the chain, so no layer absorbs it.
+class OpaqueRelu final : public Layer {
+ public:
+  explicit OpaqueRelu(std::unique_ptr<ReLU> inner) : inner_(std::move(inner)) {}
+  std::string kind() const override { return "opaque relu"; }
+  Shape output_sample_shape(const Shape& s) const override { return s; }
+  bool accepts_blocked() const override { return inner_->accepts_blocked(); }
+  const Tensor& forward(const Tensor& x) override { return inner_->forward(x); }
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& ready) override {
+    return inner_->backward(dy, mode, need_dx, ready);
+  }
+
+ private:
+  std::unique_ptr<ReLU> inner_;
+};
+
+// conv 3→16 (NCHW output), BN, ReLU, an identity block (conv, BN, ReLU, conv, BN) and ReLU, a projection block
+// 16→32 stride 2 and ReLU, global average pooling, Linear: every ReLU follows a BN or a block (blocked tensors
+// from the first block on). apart: every ReLU opaque, so none is absorbed and the layouts stay the same.
+std::unique_ptr<Model> relu_after_bn_resnet(bool apart, std::vector<const ReLU*>& relus) {
+  const Device cpu{};
+  auto relu = [&]() -> std::unique_ptr<Layer> {
+    auto r = std::make_unique<ReLU>(cpu);
+    relus.push_back(r.get());
+    if (apart) return std::make_unique<OpaqueRelu>(std::move(r));
+    return r;
+  };
+  auto conv = [&](std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride) {
+    return std::make_unique<Conv2d>(in, out, k, k, stride, stride, k / 2, k / 2, false, cpu);
+  };
+  auto block = [&](std::int64_t in, std::int64_t out, std::int64_t stride, Shape input) {
+    std::vector<NamedLayer> body, shortcut;
+    body.push_back({"conv1", conv(in, out, 3, stride)});
+    body.push_back({"bn1", std::make_unique<BatchNorm2d>(out, cpu)});
+    body.push_back({"relu1", relu()});
+    body.push_back({"conv2", conv(out, out, 3, 1)});
+    body.push_back({"bn2", std::make_unique<BatchNorm2d>(out, cpu)});
+    if (stride != 1 || in != out) {
+      shortcut.push_back({"conv", conv(in, out, 1, stride)});
+      shortcut.push_back({"bn", std::make_unique<BatchNorm2d>(out, cpu)});
+    }
+    return std::make_unique<Residual>(std::move(body), std::move(shortcut), std::move(input), cpu);
+  };
+  std::vector<NamedLayer> layers;
+  layers.push_back({"conv1", conv(3, 16, 3, 1)});
+  layers.push_back({"bn1", std::make_unique<BatchNorm2d>(16, cpu)});
+  layers.push_back({"relu1", relu()});
+  layers.push_back({"block1", block(16, 16, 1, {16, 10, 10})});
+  layers.push_back({"relu2", relu()});
+  layers.push_back({"block2", block(16, 32, 2, {16, 10, 10})});
+  layers.push_back({"relu3", relu()});
+  layers.push_back({"pool", std::make_unique<GlobalAvgPool2d>(cpu)});
+  layers.push_back({"fc", std::make_unique<Linear>(32, 10, cpu)});
+  auto m = std::make_unique<Model>(std::move(layers), Shape{3, 10, 10}, 10, cpu, "relu after bn");
+  m->init_parameters(9);
+  return m;
+}
+
+TEST(ReluAbsorption, AReluAfterBatchNormOrAResidualBlockIsAbsorbedBitForBit) {
+  std::vector<const ReLU*> fast_relus, apart_relus;
+  auto fast = relu_after_bn_resnet(false, fast_relus), apart = relu_after_bn_resnet(true, apart_relus);
+  ASSERT_EQ(fast_relus.size(), 5u);
+  for (const ReLU* r : fast_relus) EXPECT_TRUE(r->absorbed());
+  for (const ReLU* r : apart_relus) EXPECT_FALSE(r->absorbed());
+  const Tensor xt = host_tensor(random_vector(4 * 300, 31), {4, 3, 10, 10});
+  const Tensor dl = host_tensor(random_vector(4 * 10, 32), {4, 10});
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    EXPECT_EQ(fast->forward(xt).to_host(), apart->forward(xt).to_host()) << "logits";
+    fast->backward(dl);
+    apart->backward(dl);
+    EXPECT_EQ(fast->grads_to_host(), apart->grads_to_host()) << "gradients";
+    EXPECT_EQ(fast->buffers_to_host(), apart->buffers_to_host()) << "running statistics";
+  }
+  fast->set_training(false);
+  apart->set_training(false);
+  EXPECT_EQ(fast->forward(xt).to_host(), apart->forward(xt).to_host()) << "evaluation logits";
 }
 
 TEST(BlockedLayouts, SetLayoutChecksShapeAndResizeResetsIt) {

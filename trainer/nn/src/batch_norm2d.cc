@@ -144,6 +144,11 @@ void BatchNorm2d::running_statistics() {
   set_statistics(std::vector<double>(rm.begin(), rm.end()), std::vector<double>(rv.begin(), rv.end()));
 }
 
+bool BatchNorm2d::absorb_following_relu() {
+  relu_after_ = device_.is_cpu();
+  return relu_after_;
+}
+
 const Tensor& BatchNorm2d::forward(const Tensor& x) {
   MIRROR_CHECK(weight_.value != nullptr && running_mean_ != nullptr, kInternal,
                "batchnorm2d used before its parameters and buffers were bound");
@@ -162,8 +167,9 @@ const Tensor& BatchNorm2d::forward(const Tensor& x) {
   for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
   y_.resize(x.shape());
   y_.set_layout(x.layout());
-  kernels_->normalise({x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())}, x.data(), mean_, scale,
-                      read(device_, bias_.value, channels_), y_.data());
+  detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())};
+  b.relu = relu_after_;
+  kernels_->normalise(b, x.data(), mean_, scale, read(device_, bias_.value, channels_), y_.data());
   return y_;
 }
 
@@ -175,7 +181,8 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   MIRROR_CHECK(dy.layout() == x_->layout(), kInternal,
                "batchnorm2d backward expects dy in layout " << to_string(x_->layout()) << ", got "
                                                             << to_string(dy.layout()));
-  const detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
+  detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
+  if (relu_after_) b.relu_y = y_.data();  // dy is the absorbed ReLU's, masked by its output in the loops
   std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
   kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
   const bool accumulate = mode == GradMode::kAccumulate;

@@ -4,9 +4,20 @@
 // vectors of b channels with their per-channel constants held in registers; sums in b double lanes per block).
 // For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
 // than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
+// A ReLU fused after the layer (BnBatch::relu) is applied in normalise and masks dy in the backward loops.
+// This file builds the baseline (x86-64: SSE2) loops; batch_norm2d_cpu_avx2.cc includes it again to build the
+// same loops for AVX2 (GCC's target pragma below, after the library headers, so that only this file's own
+// functions, all of internal linkage, get AVX2 code: no shared inline function may carry it into the baseline).
+// AVX2 without FMA: each element's arithmetic is the baseline's; only NCHW plane sums change their order.
 #include <array>
+#include <bit>
+#include <cstdint>
 
 #include "batch_norm2d_kernels.h"
+
+#if defined(MIRROR_BN_CPU_AVX2)
+#pragma GCC target("avx2")
+#endif
 
 namespace mirror::nn::detail {
 namespace {
@@ -130,38 +141,80 @@ class CpuBatchNorm final : public BatchNormKernels {
 
   void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                      const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) override {
-    const float *__restrict g = dy, *__restrict in = x;
-    std::vector<double> m(b.channels);
-    for (std::int64_t c = 0; c < b.channels; ++c) m[c] = static_cast<double>(mean.hi[c]) + mean.lo[c];
-    const double* mp = m.data();
-    channel_sums2(
-        b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g[i]); },
-        [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g[i]) * (in[i] - mp[c]); },
-        inv_std.data(), sdy, sdyx);
+    if (b.relu_y) return gradient_sums_of(b, ReluMasked{dy, b.relu_y}, x, mean, inv_std, sdy, sdyx);
+    gradient_sums_of(b, Plain{dy}, x, mean, inv_std, sdy, sdyx);
   }
 
   void normalise(const BnBatch& b, const float* x, const BnChannelMean& mean, const std::vector<float>& scale,
                  const std::vector<float>& shift, float* y) override {
     const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(), *s = scale.data(), *t = shift.data();
     float* __restrict out = y;
+    if (b.relu) {
+      channel_map(b, [=](std::int64_t i, std::int64_t c) {
+        const float v = ((in[i] - hi[c]) - lo[c]) * s[c] + t[c];
+        out[i] = v > 0.0f ? v : 0.0f;  // ops' relu_forward
+      });
+      return;
+    }
     channel_map(b, [=](std::int64_t i, std::int64_t c) { out[i] = ((in[i] - hi[c]) - lo[c]) * s[c] + t[c]; });
   }
 
   void input_gradient(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                       const std::vector<float>& inv_std, const std::vector<float>& scale,
                       const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) override {
-    const float *__restrict g = dy, *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(),
-                *is = inv_std.data(), *s = scale.data(), *md = mean_dy.data(), *mdx = mean_dyx.data();
+    if (b.relu_y) return input_gradient_of(b, ReluMasked{dy, b.relu_y}, x, mean, inv_std, scale, mean_dy, mean_dyx, dx);
+    input_gradient_of(b, Plain{dy}, x, mean, inv_std, scale, mean_dy, mean_dyx, dx);
+  }
+
+ private:
+  // dy as the loops read it: as given, or through a fused ReLU's mask (ops' relu_backward: dy where y > 0).
+  struct Plain {
+    const float* __restrict g;
+    float operator()(std::int64_t i) const { return g[i]; }
+  };
+  // The mask as bits (dy's bits where y > 0, +0 else: the select exactly), which vectorises inside the double
+  // sums where the select did not (gradient_sums ran 4x slower in perf).
+  struct ReluMasked {
+    const float *__restrict g, *__restrict y;
+    float operator()(std::int64_t i) const {
+      const std::uint32_t keep = y[i] > 0.0f ? ~std::uint32_t{0} : std::uint32_t{0};
+      return std::bit_cast<float>(std::bit_cast<std::uint32_t>(g[i]) & keep);
+    }
+  };
+
+  template <typename Dy>
+  static void gradient_sums_of(const BnBatch& b, Dy g, const float* x, const BnChannelMean& mean,
+                               const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) {
+    const float* __restrict in = x;
+    std::vector<double> m(b.channels);
+    for (std::int64_t c = 0; c < b.channels; ++c) m[c] = static_cast<double>(mean.hi[c]) + mean.lo[c];
+    const double* mp = m.data();
+    channel_sums2(
+        b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g(i)); },
+        [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g(i)) * (in[i] - mp[c]); },
+        inv_std.data(), sdy, sdyx);
+  }
+
+  template <typename Dy>
+  static void input_gradient_of(const BnBatch& b, Dy g, const float* x, const BnChannelMean& mean,
+                                const std::vector<float>& inv_std, const std::vector<float>& scale,
+                                const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) {
+    const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(), *is = inv_std.data(),
+                *s = scale.data(), *md = mean_dy.data(), *mdx = mean_dyx.data();
     float* __restrict out = dx;
     channel_map(b, [=](std::int64_t i, std::int64_t c) {
       const float xhat = ((in[i] - hi[c]) - lo[c]) * is[c];
-      out[i] = s[c] * (g[i] - md[c] - xhat * mdx[c]);
+      out[i] = s[c] * (g(i) - md[c] - xhat * mdx[c]);
     });
   }
 };
 
 }  // namespace
 
-std::unique_ptr<BatchNormKernels> make_batch_norm_cpu() { return std::make_unique<CpuBatchNorm>(); }
+#if defined(MIRROR_BN_CPU_AVX2)
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_avx2() { return std::make_unique<CpuBatchNorm>(); }
+#else
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_baseline() { return std::make_unique<CpuBatchNorm>(); }
+#endif
 
 }  // namespace mirror::nn::detail

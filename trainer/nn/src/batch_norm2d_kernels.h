@@ -16,6 +16,11 @@ namespace mirror::nn::detail {
 struct BnBatch {
   std::int64_t n = 0, channels = 0, area = 0;  // area = H·W
   std::int64_t block = 1;  // channel block of the layout (tensor.h): 1 for NCHW, 8 or 16 (CPU only)
+  // A ReLU fused after the normalisation (CPU only: BatchNorm2d::absorb_following_relu): normalise writes
+  // relu(y) (y > 0 ? y : 0), and gradient_sums / input_gradient take dy · [relu_y > 0] wherever they read dy,
+  // relu_y the forward's output: exactly the ReLU layer's values, without its passes.
+  bool relu = false;
+  const float* relu_y = nullptr;
 };
 
 // BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is
@@ -41,7 +46,11 @@ class BatchNormKernels {
                               const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) = 0;
 };
 
+// The CPU loops for this CPU (batch_norm2d_cpu_select.cc): the AVX2 build or the baseline one.
 std::unique_ptr<BatchNormKernels> make_batch_norm_cpu();
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_baseline();
+std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_avx2();  // x86-64 with GCC only
+bool batch_norm_cpu_uses_avx2();
 #if MIRROR_HAVE_CUDA
 std::unique_ptr<BatchNormKernels> make_batch_norm_cuda(Device device);
 #endif

@@ -10,6 +10,13 @@ void absorb_relus(const std::vector<Layer*>& chain) {
     auto* relu = dynamic_cast<ReLU*>(chain[i]);
     if (relu != nullptr && !relu->absorbed() && chain[i + 1]->absorb_preceding_relu()) relu->set_absorbed(true);
   }
+  // Pooling first: it applies the ReLU to a smaller tensor than the layer before would.
+  for (std::size_t i = 1; i < chain.size(); ++i) {
+    auto* relu = dynamic_cast<ReLU*>(chain[i]);
+    if (relu != nullptr && !relu->absorbed() && dynamic_cast<ReLU*>(chain[i - 1]) == nullptr &&
+        chain[i - 1]->absorb_following_relu())
+      relu->set_absorbed(true);
+  }
 }
 
 }  // namespace mirror::nn::detail

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "batch_norm2d_kernels.h"
 #include "mirror/nn/device.h"
 
 namespace mirror::nn {
@@ -36,7 +37,8 @@ std::string cpu_kernels_description() {
   std::ostringstream s;
   const int threads = cpu_threads();
   s << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << runtime << ", " << threads
-    << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name();
+    << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name() << ", BatchNorm loops "
+    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline");
   return s.str();
 }
 

@@ -1,6 +1,6 @@
 // residual.cc — mirror/nn/residual.h: two chains over one input, their outputs added (one pass on the CPU,
 // copy + axpy on CUDA), their parameters and buffers concatenated body first. Blocked layouts pass through each
-// chain as through a model (layout_bridge.h).
+// chain as through a model (layout_bridge.h). A ReLU after the block may run in the add's pass (CPU).
 #include "mirror/nn/residual.h"
 
 #include "chain_fusion.h"
@@ -29,7 +29,21 @@ void add_cpu(const float* __restrict a, const float* __restrict b, float* __rest
   for (std::int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
+// out = relu(a + b) over n floats (CPU; ops' relu_forward of add_cpu's sum).
+void add_relu_cpu(const float* __restrict a, const float* __restrict b, float* __restrict out, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = a[i] + b[i];
+    out[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
 }  // namespace
+
+bool Residual::absorb_following_relu() {
+  relu_after_ = device_.is_cpu();
+  return relu_after_;
+}
 
 void Residual::allow_blocked(std::vector<Child>& chain, bool last) {
   for (std::size_t i = 0; i < chain.size(); ++i)
@@ -166,7 +180,7 @@ const Tensor& Residual::forward(const Tensor& x) {
   }
   y_.resize(body.shape());
   if (device_.is_cpu()) {
-    add_cpu(body.data(), shortcut->data(), y_.data(), y_.numel());
+    (relu_after_ ? add_relu_cpu : add_cpu)(body.data(), shortcut->data(), y_.data(), y_.numel());
     y_.set_layout(body.layout());
   } else {
     copy_device_to_device(device_, y_.data(), body.data(), static_cast<std::size_t>(body.numel()) * sizeof(float));
@@ -187,11 +201,19 @@ const Tensor* Residual::backward_chain(std::vector<Child>& chain, const Tensor& 
   return d;
 }
 
-const Tensor* Residual::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
-  MIRROR_CHECK(dy.numel() == y_.numel(), kInvalidArgument,
-               "residual backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
-  MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,
-               "residual backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy.layout()));
+const Tensor& Residual::masked_by_relu(const Tensor& dy) {
+  dy_masked_.resize(dy.shape());
+  dy_masked_.set_layout(dy.layout());
+  ops::relu_backward(device_, y_.data(), dy.data(), dy_masked_.data(), dy.numel());
+  return dy_masked_;
+}
+
+const Tensor* Residual::backward(const Tensor& dy_in, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(dy_in.numel() == y_.numel(), kInvalidArgument,
+               "residual backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy_in.shape()));
+  MIRROR_CHECK(dy_in.layout() == y_.layout(), kInternal,
+               "residual backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy_in.layout()));
+  const Tensor& dy = relu_after_ ? masked_by_relu(dy_in) : dy_in;
   const Tensor* dy_shortcut = &dy;
   if (shortcut_layout_ != dy.layout()) {
     to_shortcut_->run(dy, shortcut_layout_, shortcut_dy_);

@@ -18,7 +18,8 @@ class ReLU final : public Layer {
   Shape output_sample_shape(const Shape& input_sample_shape) const override { return input_sample_shape; }
   // Element-wise, so any layout: y and dx in x's.
   bool accepts_blocked() const override { return device_.is_cpu(); }
-  // The identity (forward returns x, backward dy): the next layer applies this ReLU (Layer::absorb_preceding_relu).
+  // The identity (forward returns x, backward dy): the next or the previous layer applies this ReLU
+  // (Layer::absorb_preceding_relu, Layer::absorb_following_relu).
   void set_absorbed(bool absorbed) { absorbed_ = absorbed; }
   bool absorbed() const { return absorbed_; }
   const Tensor& forward(const Tensor& x) override;

@@ -50,6 +50,8 @@ class BatchNorm2d final : public Layer {
   // running statistics, nothing updated.
   // Blocked inputs on the CPU (y and dx in x's layout).
   bool accepts_blocked() const override { return device_.is_cpu(); }
+  // On the CPU: a ReLU after this layer runs inside its loops (y = relu(normalised), dy · [y > 0] in backward).
+  bool absorb_following_relu() override;
   const Tensor& forward(const Tensor& x) override;
   // Reports β (index 1) and γ (index 0), then computes dx when need_dx (synchronised: one reducer->sum of 2·C
   // values, after the two reports). Forward, synchronised: two reducer->sum calls (C + 1, then C values).
@@ -75,6 +77,7 @@ class BatchNorm2d final : public Layer {
   float* running_var_ = nullptr;
   const Tensor* x_ = nullptr;  // input of the last forward
   bool batch_stats_ = false;   // the last forward normalised with batch statistics
+  bool relu_after_ = false;    // absorb_following_relu: y_ = relu(normalised x)
   double count_ = 0;           // values per channel behind the statistics (global when synchronised)
   detail::BnChannelMean mean_;  // of the last forward, as hi + lo floats
   std::vector<float> inv_std_, gamma_;

@@ -96,6 +96,11 @@ class Layer {
   // applies that ReLU itself, to its output (max pooling: max∘relu = relu∘max exactly, on the smaller tensor),
   // and the chain then runs the ReLU as the identity (chain_fusion.h). Called once, before the first forward.
   virtual bool absorb_preceding_relu() { return false; }
+  // A ReLU comes right after this layer in a chain and no later layer absorbed it: returns true when the layer
+  // now applies that ReLU to its own output (y = relu(...) in forward, dy · [y > 0] in backward: the same
+  // values as the ReLU's, without its passes; BatchNorm2d and Residual on the CPU). Called once, before the
+  // first forward.
+  virtual bool absorb_following_relu() { return false; }
 
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }

@@ -41,6 +41,9 @@ class Residual final : public Layer {
   // Blocked tensors go through (on the CPU): the output takes the body's layout, the shortcut's is converted to it.
   bool accepts_blocked() const override { return device_.is_cpu(); }
   void set_blocked_output(bool allowed) override;
+  // On the CPU: a ReLU after the block is applied in the add's pass (y = relu(body + shortcut)), and dy is
+  // masked by y > 0 once before both branches.
+  bool absorb_following_relu() override;
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
@@ -53,6 +56,7 @@ class Residual final : public Layer {
     std::size_t first_buffer = 0, buffers = 0;
     std::unique_ptr<detail::LayoutBridge> bridge;  // NCHW for a layer that takes no blocked tensors
   };
+  const Tensor& masked_by_relu(const Tensor& dy);  // dy_masked_ = dy · [y_ > 0] (ops' relu_backward)
   const Tensor& run_chain(std::vector<Child>& chain, const Tensor& x);
   // Backward through `chain` from dy; returns the chain's dx (or &dy for an empty chain).
   const Tensor* backward_chain(std::vector<Child>& chain, const Tensor& dy, GradMode mode, bool need_dx,
@@ -66,6 +70,8 @@ class Residual final : public Layer {
   Shape input_, output_;
   Device device_;
   Tensor y_, dx_;
+  bool relu_after_ = false;  // absorb_following_relu: y_ = relu(body + shortcut); dy_masked_ = dy · [y_ > 0]
+  Tensor dy_masked_;
   // When the shortcut's output layout is not the body's: the shortcut in the body's layout, dy in the shortcut's.
   Layout x_layout_ = Layout::kNchw, shortcut_layout_ = Layout::kNchw;
   Tensor shortcut_y_, shortcut_dy_;
