@@ -17,10 +17,13 @@
 # (payload only: TCP/IP headers take about 3 % of a 1500-byte MTU frame on top).
 #
 #   scripts/bench_cluster.sh [--rates 1gbit,10gbit] [--min 64K] [--max 64M] [--iters 10] [--no-peer]
-#                            [--no-train] [--train-steps 60] [--model mlp:2048,2048]
+#                            [--no-train] [--train-steps 60] [--model mlp:2048,2048] [--tcp-links 2]
+# --tcp-links: Open MPI's btl_tcp_links (TCP connections per pair of ranks, default 2 here, Open MPI's 1): one
+# connection carrying a large exchange both ways reached only half the cable (docs/multi-node.md, "Why
+# 2 hosts x 1 rank trained at a third of the link").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-rates="1gbit,10gbit"; min=64K; max=64M; iters=10; peer=1; train=1; steps=60; model="mlp:2048,2048"
+rates="1gbit,10gbit"; min=64K; max=64M; iters=10; peer=1; train=1; steps=60; model="mlp:2048,2048"; links=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --rates) rates="$2"; shift 2 ;;
@@ -31,10 +34,12 @@ while [ $# -gt 0 ]; do
     --no-train) train=0; shift ;;
     --train-steps) steps="$2"; shift 2 ;;
     --model) model="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tcp-links) links="$2"; shift 2 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ "$links" =~ ^[1-9][0-9]?$ ]] || { echo "bench_cluster.sh: --tcp-links '$links': expected 1..99" >&2; exit 2; }
 build="$root/${BUILD_DIR:-build}"
 bench="$build/collectives/mirror-bench"; trainer="$build/trainer/tools/trainer"; data="$build/data/mirror-data"
 for p in "$bench" "$trainer" "$data"; do
@@ -72,7 +77,8 @@ h0="$prefix-h0"; h1="$prefix-h1"
 "$cluster" hostfile --prefix "$prefix" --slots 2 >"$tmp/hosts2x2"
 "$cluster" hostfile --prefix "$prefix" --slots 1 >"$tmp/hosts2x1"
 echo "$h0 slots=2" >"$tmp/hosts1x2"
-mpi=(mpirun --oversubscribe); [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+mpi=(mpirun --oversubscribe --mca btl_tcp_links "$links"); [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
+echo "# Open MPI btl_tcp_links $links (TCP connections per pair of ranks)"
 
 set_rate() { "$cluster" rate "$h0" "$1" 2>/dev/null; "$cluster" rate "$h1" "$1" 2>/dev/null; }
 

@@ -5,7 +5,7 @@
 // index on every host (split by local index, ordered by host), so only the cross-host part uses the
 // network, and the L cross-host groups work in parallel:
 //   allreduce (> 64 KiB): reduce-scatter inside the host (shm), each local rank all-reduces its shard with
-//     its peers on the other hosts (MPI), all-gather inside the host (shm), pipelined in up to 8 pieces (the
+//     its peers on the other hosts (MPI), all-gather inside the host (shm), pipelined in pieces of 4 MiB (the
 //     network stage of one piece runs on the inner MPI communicator's progress thread while the host
 //     reduces the next piece and gathers the previous one); the n % L tail elements and
 //     small messages: allreduce inside the host, then across hosts. Avg reduces as sum and divides once

@@ -17,6 +17,11 @@ namespace mirror::coll::detail {
 namespace {
 
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;  // MPI counts are int: split larger messages
+// How long a wait yields before it naps. Was 50 ms; on the test cluster at 1 Gbit/s (4 ranks on 2 cores, a
+// network step takes 10-70 ms, so the waits never got past yielding) 1 ms made the hierarchical allreduce
+// 5-40 % faster (its progress threads stopped taking the CPU from its shared-memory stages) and flat MPI
+// 0-60 % (docs/multi-node.md, "Waits that nap").
+constexpr auto kYieldFor = std::chrono::milliseconds(1);
 
 void post(std::vector<MPI_Request>& reqs, bool is_send, int peer, const void* data, std::size_t bytes, int tag,
           MPI_Comm comm) {
@@ -102,7 +107,8 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
       post(reqs, true, send_peer, send_data, send_bytes, tag, comm_);
     }
   }
-  // Poll: spin briefly (latency), then yield, then sleep in short naps (oversubscribed ranks need the CPU).
+  // Poll: spin briefly (latency), then yield for kYieldFor, then sleep in short naps (oversubscribed ranks need
+  // the CPU: a thread that yields is still runnable and keeps taking it from the ranks with work to do).
   const auto start = Clock::now();
   for (long polls = 0;; ++polls) {
     int done = 0;
@@ -130,7 +136,7 @@ void MpiTransport::exchange(int send_peer, const void* send_data, std::size_t se
       abandon(reqs, first_send, send_peer, ctx);
       MIRROR_THROW(kRemote, ctx.describe() << " on rank " << rank_ << " stopped: another rank reported a failure");
     }
-    if (now - start < std::chrono::milliseconds(50)) {
+    if (now - start < kYieldFor) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
