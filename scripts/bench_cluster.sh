@@ -57,9 +57,10 @@ cleanup() { "$cluster" down --prefix "$prefix" >/dev/null 2>&1 || true; rm -rf "
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
+# shellcheck source=machine.sh
+source "$(dirname "${BASH_SOURCE[0]}")/machine.sh"
 machine() {
-  echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; caches: $(lscpu | grep -E '^L[123][di]? cache' \
-    | sed 's/ cache: */ /; s/ (.*//' | tr -s ' ' | paste -sd, -); load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%F %T UTC')"
+  echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; caches: $(cpu_caches); load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%F %T UTC')"
 }
 machine
 

@@ -197,11 +197,13 @@ run_one() {
 }
 
 # ---- the machine ----
+# shellcheck source=machine.sh
+source "$(dirname "${BASH_SOURCE[0]}")/machine.sh"
 lscpu_field() { lscpu | sed -n "s/^$1:[[:space:]]*//p" | head -1; }
 cpu_model="$(lscpu_field 'Model name')"
 machine="cpu: $cpu_model; $(lscpu_field 'CPU(s)') CPUs ($(lscpu_field 'Core(s) per socket') cores/socket, \
-$(lscpu_field 'Thread(s) per core') threads/core, $(lscpu_field 'Socket(s)') socket(s)); caches: L1d $(lscpu_field 'L1d cache'), \
-L2 $(lscpu_field 'L2 cache'), L3 $(lscpu_field 'L3 cache'); $(free -g | awk '/^Mem:/ {print $2 " GiB memory"}')"
+$(lscpu_field 'Thread(s) per core') threads/core, $(lscpu_field 'Socket(s)') socket(s)); caches: $(cpu_caches); \
+$(free -g | awk '/^Mem:/ {print $2 " GiB memory"}')"
 load_start="$(uptime)"
 echo "# $me: $np ranks, float32 sum, out of place, sizes $sizes, $repeats repeats, ops ${op_list[*]}, $(date -u '+%F %T UTC')"
 echo "# $machine"

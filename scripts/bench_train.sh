@@ -107,7 +107,9 @@ median() { python3 -c "import statistics,sys; print(statistics.median(float(x) f
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 cores="$(getconf _NPROCESSORS_ONLN)"  # (nproc would honour OMP_NUM_THREADS=1)
-caches="$(lscpu | sed -n 's/^\(L[123][di]* cache\): *\(.*\)/\1 \2/p' | paste -sd ';' | sed 's/;/; /g')"
+# shellcheck source=machine.sh
+source "$root/scripts/machine.sh"
+caches="caches $(cpu_caches)"
 echo "# bench_train: model $model, batch $batch per rank, $epochs epoch(s) of $samples samples per run, $repeats repeats, alternated"
 echo "# CPU: $cpu, $cores logical CPUs ($(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core); $caches"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg); samples/s leave out each epoch's first 20 steps"
