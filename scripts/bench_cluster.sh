@@ -18,12 +18,15 @@
 #
 #   scripts/bench_cluster.sh [--rates 1gbit,10gbit] [--min 64K] [--max 64M] [--iters 10] [--no-peer]
 #                            [--no-train] [--train-steps 60] [--model mlp:2048,2048] [--tcp-links 2]
+#                            [--grad-dtypes fp32,bf16]
+# --grad-dtypes: the training rows are run for each of these --grad-dtype values (default fp32 only).
 # --tcp-links: Open MPI's btl_tcp_links (TCP connections per pair of ranks, default 2 here, Open MPI's 1): one
 # connection carrying a large exchange both ways reached only half the cable (docs/multi-node.md, "Why
 # 2 hosts x 1 rank trained at a third of the link").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rates="1gbit,10gbit"; min=64K; max=64M; iters=10; peer=1; train=1; steps=60; model="mlp:2048,2048"; links=2
+grad_dtypes=fp32
 while [ $# -gt 0 ]; do
   case "$1" in
     --rates) rates="$2"; shift 2 ;;
@@ -35,11 +38,14 @@ while [ $# -gt 0 ]; do
     --train-steps) steps="$2"; shift 2 ;;
     --model) model="$2"; shift 2 ;;
     --tcp-links) links="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --grad-dtypes) grad_dtypes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$links" =~ ^[1-9][0-9]?$ ]] || { echo "bench_cluster.sh: --tcp-links '$links': expected 1..99" >&2; exit 2; }
+[[ "$grad_dtypes" =~ ^(fp32|bf16|fp16)(,(fp32|bf16|fp16))*$ ]] ||
+  { echo "bench_cluster.sh: --grad-dtypes '$grad_dtypes': expected a comma-separated list of fp32, bf16, fp16" >&2; exit 2; }
 build="$root/${BUILD_DIR:-build}"
 bench="$build/collectives/mirror-bench"; trainer="$build/trainer/tools/trainer"; data="$build/data/mirror-data"
 for p in "$bench" "$trainer" "$data"; do
@@ -146,10 +152,13 @@ for rate in "${rate_list[@]}"; do
   table "$rate"
   if [ "$train" = 1 ]; then
     echo "# training $model, batch 64 per rank, $steps steps, steady samples/s (rank 0's metrics)"
-    a=$(train_run "$tmp/hosts2x1" 2); b=$(train_run "$tmp/hosts2x1" 2 --no-overlap); c=$(train_run "$tmp/hosts1x2" 2)
-    d=$(train_run "$tmp/hosts1x2" 2 --no-overlap)
-    printf '%-34s %10s\n' "2 hosts x 1 rank, overlap" "$a" "2 hosts x 1 rank, --no-overlap" "$b" \
-      "1 host x 2 ranks, overlap" "$c" "1 host x 2 ranks, --no-overlap" "$d"
+    IFS=, read -r -a dtype_list <<<"$grad_dtypes"
+    for g in "${dtype_list[@]}"; do
+      a=$(train_run "$tmp/hosts2x1" 2 --grad-dtype "$g"); b=$(train_run "$tmp/hosts2x1" 2 --no-overlap --grad-dtype "$g")
+      c=$(train_run "$tmp/hosts1x2" 2 --grad-dtype "$g"); d=$(train_run "$tmp/hosts1x2" 2 --no-overlap --grad-dtype "$g")
+      printf '%-40s %10s\n' "2 hosts x 1 rank, overlap, $g" "$a" "2 hosts x 1 rank, --no-overlap, $g" "$b" \
+        "1 host x 2 ranks, overlap, $g" "$c" "1 host x 2 ranks, --no-overlap, $g" "$d"
+    done
   fi
 done
 set_rate off
