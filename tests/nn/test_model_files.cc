@@ -299,3 +299,53 @@ TEST(WeightDecay, BatchNormAndBiasesAreExempt) {
 
 }  // namespace
 }  // namespace mirror::nn
+
+namespace mirror::nn {
+namespace {
+
+// The layer table shows a residual block's own layers under its row, indented, each with the output shape and
+// parameter count worked out by hand here (conv: out x in x k x k (+ out for a bias); BatchNorm: 2 x channels).
+TEST(LayerTable, ResidualBlockRowsShowItsLayers) {
+  auto model = build_model(ModelDescription::parse(R"({"layers": [
+    {"type": "conv2d", "name": "c", "out_channels": 4, "kernel": 3, "padding": 1, "bias": true},
+    {"type": "residual", "name": "blk", "body": [
+      {"type": "conv2d", "name": "conv", "out_channels": 8, "kernel": 3, "stride": 2, "padding": 1, "bias": false},
+      {"type": "batchnorm2d", "name": "bn"}],
+     "shortcut": [{"type": "conv2d", "name": "proj", "out_channels": 8, "kernel": 1, "stride": 2, "bias": false}]},
+    {"type": "flatten"}, {"type": "linear", "name": "fc", "out_features": "classes"}]})", "test"),
+                           {2, 6, 6}, 3, Device{});
+  const std::string table = layer_table(*model);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, end; at < table.size(); at = end + 1) {
+    end = table.find('\n', at);
+    lines.push_back(table.substr(at, end - at));
+  }
+  // index of the line that starts with `lead` (after the table's two-space margin), or -1
+  auto find = [&](const std::string& lead) {
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      if (lines[i].rfind("  " + lead, 0) == 0) return static_cast<int>(i);
+    return -1;
+  };
+  const int block = find("blk (residual)"), conv = find("  body.conv (conv2d)"), bn = find("  body.bn (batchnorm2d)"),
+            proj = find("  shortcut.proj (conv2d)"), fc = find("fc (linear)");
+  ASSERT_GE(block, 0) << table;
+  EXPECT_EQ(conv, block + 1) << table;
+  EXPECT_EQ(bn, block + 2) << table;
+  EXPECT_EQ(proj, block + 3) << table;
+  EXPECT_GT(fc, proj) << table;
+  auto ends_with = [](const std::string& line, const std::string& tail) {
+    return line.size() >= tail.size() && line.compare(line.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  EXPECT_NE(lines[block].find("[8, 3, 3]"), std::string::npos) << lines[block];
+  EXPECT_TRUE(ends_with(lines[block], " " + std::to_string(288 + 16 + 32))) << lines[block];
+  EXPECT_NE(lines[conv].find("[8, 3, 3]"), std::string::npos) << lines[conv];
+  EXPECT_TRUE(ends_with(lines[conv], " 288")) << lines[conv];
+  EXPECT_TRUE(ends_with(lines[bn], " 16")) << lines[bn];
+  EXPECT_NE(lines[proj].find("[8, 3, 3]"), std::string::npos) << lines[proj];
+  EXPECT_TRUE(ends_with(lines[proj], " 32")) << lines[proj];
+  // Each parameter counted once in the total: conv 4*2*9+4, the block 336, fc 72*3+3.
+  EXPECT_NE(table.find("total: " + std::to_string(76 + 336 + 72 * 3 + 3) + " parameters"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace mirror::nn

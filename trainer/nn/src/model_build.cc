@@ -44,6 +44,12 @@ std::string layer_table(const Model& model) {
     std::snprintf(line, sizeof(line), "  %-34s %-18s %12lld\n", name.c_str(),
                   to_string(model.layer_output_shape(l)).c_str(), static_cast<long long>(params));
     out += line;
+    for (const SubLayerRow& row : model.layer(l).sublayer_rows()) {  // counted in the block's row already
+      const std::string inner = std::string(static_cast<std::size_t>(2 * row.depth), ' ') + row.name + " (" + row.kind + ")";
+      std::snprintf(line, sizeof(line), "  %-34s %-18s %12lld\n", inner.c_str(), to_string(row.output).c_str(),
+                    static_cast<long long>(row.params));
+      out += line;
+    }
   }
   std::snprintf(line, sizeof(line), "  total: %lld parameters (%lld KiB), %lld buffer values\n",
                 static_cast<long long>(total), static_cast<long long>(total * 4 / 1024),

@@ -120,6 +120,25 @@ std::vector<const Residual::Child*> Residual::children() const {
   return all;
 }
 
+std::vector<SubLayerRow> Residual::sublayer_rows() const {
+  std::vector<SubLayerRow> rows;
+  for (const std::vector<Child>* chain : {&body_, &shortcut_}) {
+    Shape shape = input_;
+    for (const Child& c : *chain) {
+      shape = c.layer->output_sample_shape(shape);
+      std::int64_t params = 0;
+      for (const ParamSpec& p : c.layer->parameter_specs()) params += shape_numel(p.shape);
+      rows.push_back({c.name, c.layer->kind(), shape, params, 1});
+      for (SubLayerRow inner : c.layer->sublayer_rows()) {
+        inner.name = c.name + "." + inner.name;
+        inner.depth += 1;
+        rows.push_back(std::move(inner));
+      }
+    }
+  }
+  return rows;
+}
+
 Shape Residual::output_sample_shape(const Shape& input_sample_shape) const {
   MIRROR_CHECK(input_sample_shape == input_, kInvalidArgument,
                "residual block built for samples of shape " << to_string(input_) << " cannot take "

@@ -61,9 +61,22 @@ struct ForwardContext {
 // Called by Layer::backward with the layer-local index of a parameter whose gradient is final.
 using LayerGradReady = std::function<void(std::size_t local_index)>;
 
+// One row of the layer table for a layer inside another (a residual block's own layers), as Keras'
+// summary(expand_nested=True) shows them: its name inside the block ("body.conv1"), kind, output shape of one
+// sample, parameter count, and how deep it sits (1: directly inside a top-level layer).
+struct SubLayerRow {
+  std::string name;
+  std::string kind;
+  Shape output;
+  std::int64_t params = 0;
+  int depth = 1;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
+  // The rows a layer table shows under this layer, in order (none: a layer with no layers inside).
+  virtual std::vector<SubLayerRow> sublayer_rows() const { return {}; }
 
   // Kind of layer, e.g. "linear", "relu".
   virtual std::string kind() const = 0;

@@ -25,6 +25,8 @@ std::unique_ptr<Model> build_model(const ModelDescription& description, const Sh
 // One line per layer: name (type), output shape, parameter count; then the totals. E.g.
 //   layer                    output shape        params
 //   conv1 (conv2d)           [32, 26, 26]           320
+// A block's own layers follow its row, indented, with their own output shapes and parameter counts (the
+// block's row counts them already; the total counts each parameter once).
 std::string layer_table(const Model& model);
 
 }  // namespace mirror::nn

@@ -32,6 +32,9 @@ class Residual final : public Layer {
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
   std::string kind() const override { return "residual"; }
+  // The body's layers, then the shortcut's, each with its output shape (and theirs, one deeper, for a block
+  // inside the block).
+  std::vector<SubLayerRow> sublayer_rows() const override;
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
   std::vector<ParamSpec> parameter_specs() const override;
   void bind_parameters(std::span<const ParamBinding> bindings) override;
