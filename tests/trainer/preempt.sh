@@ -33,9 +33,13 @@ f=$(printf 'ckpt-%08d.h5' "$end")
 echo "ok: resumed after SIGTERM == uninterrupted (step $end)"
 
 # (2) kill -9 while checkpoints are being written (one per step, so most moments fall inside a write).
+# Each job is bounded (1000 steps past the checkpoint it resumes from, seconds) so that a kill that found no
+# rank to hit cannot run for minutes.
+newest_step() { find "$TMP/k9" -name 'ckpt-*.h5' 2>/dev/null | sed -n 's/.*ckpt-0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -1 | grep . || echo 0; }
+landed=0
 for delay in 0.05 0.15 0.25 0.35 0.45; do
   "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
-    --checkpoint-every 1 --keep 3 --resume auto --max-steps 5000 >"$TMP/k9.out" 2>&1 &
+    --checkpoint-every 1 --keep 3 --resume auto --max-steps $(($(newest_step) + 1000)) >"$TMP/k9.out" 2>&1 &
   job=$!
   # The first checkpoint is written (so a kill can fall inside a later write), then a little more.
   for _ in $(seq 1 1200); do compgen -G "$TMP/k9/ckpt-*.h5" >/dev/null && break; sleep 0.05; done
@@ -49,6 +53,7 @@ for delay in 0.05 0.15 0.25 0.35 0.45; do
   done
   [ -n "$victim" ] && kill -9 "$victim"
   wait "$job" || true
+  grep -q "exited on signal 9" "$TMP/k9.out" && landed=$((landed + 1))
   for f in "$TMP"/k9/ckpt-*.h5; do
     [ -e "$f" ] || continue
     "$MIRROR_CKPT" verify "$f" >/dev/null || fail "after kill -9 at ${delay}s: $f does not verify"
@@ -56,7 +61,8 @@ for delay in 0.05 0.15 0.25 0.35 0.45; do
 done
 n=$(find "$TMP/k9" -name 'ckpt-*.h5' | wc -l)
 [ "$n" -ge 1 ] || fail "no checkpoint survived: $(cat "$TMP/k9.out")"
-echo "ok: 5 kill -9 of the writing rank; all $n checkpoints left verify ($(find "$TMP/k9" -name '*.tmp.*' | wc -l) partial temporaries beside them)"
+[ "$landed" -ge 1 ] || fail "none of the 5 kill -9 hit a running writer: $(tail -3 "$TMP/k9.out")"
+echo "ok: $landed of 5 kill -9 hit the writing rank; all $n checkpoints left verify ($(find "$TMP/k9" -name '*.tmp.*' | wc -l) partial temporaries beside them)"
 timeout 120 "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --model mlp:1024,1024 --checkpoint-dir "$TMP/k9" \
   --checkpoint-every 100000 --resume auto --max-steps 1 >"$TMP/k9r.out" 2>&1 || true
 grep -q "resumed from" "$TMP/k9r.out" || fail "could not resume after the kills: $(cat "$TMP/k9r.out")"
