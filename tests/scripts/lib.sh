@@ -82,3 +82,9 @@ kill_rank_and_restart() {
   grep -q "restart 1 of 2" "$out" || fail "no restart reported: $(cat "$out")"
   grep -q "resumed from" "$out" || fail "the restarted job did not resume: $(cat "$out")"
 }
+
+# wait_started FILE — waits (bounded, 20 s) until the trainer's banner is in FILE; fails when it never comes.
+wait_started() {
+  for _ in $(seq 1 400); do grep -q "steps per epoch" "$1" 2>/dev/null && break; sleep 0.05; done
+  grep -q "steps per epoch" "$1" || fail "the trainer did not start: $(tail -5 "$1")"
+}

@@ -12,7 +12,7 @@ args=(--data "$TMP/d.h5" --model mlp:256,256 --epochs 3000 --batch-size 16 --eva
 "$MIRRORRUN" -np 2 -- "$TRAINER" "${args[@]}" --checkpoint-dir "$TMP/pre" --checkpoint-every 1000000 \
   >"$TMP/pre.out" 2>&1 &
 job=$!
-for _ in $(seq 1 400); do grep -q "steps per epoch" "$TMP/pre.out" 2>/dev/null && break; sleep 0.05; done
+wait_started "$TMP/pre.out"
 sleep 0.5
 start=$(date +%s.%N)
 kill -TERM "$job"

@@ -14,11 +14,6 @@ synth_data "$TMP/d.h5"
   --progress off >"$TMP/out" 2>&1 &
 job=$!
 trap 'kill -TERM "$job" 2>/dev/null || true; wait "$job" 2>/dev/null || true; rm -rf "$TMP"' EXIT  # no job outlives a failure
-# wait_started FILE — until the trainer's banner is in FILE (bounded)
-wait_started() {
-  for _ in $(seq 1 400); do grep -q "steps per epoch" "$1" 2>/dev/null && break; sleep 0.05; done
-  grep -q "steps per epoch" "$1" || fail "the trainer did not start: $(tail -5 "$1")"
-}
 wait_started "$TMP/out"
 sleep 0.5  # past the first steps: the loader and the collectives' threads exist
 pids=()
