@@ -1,6 +1,6 @@
 // backends.cc — THE backend table: one row per backend (each defined in its own file), in the order
 // automatic selection tries the host-buffer ones; the public lookups over it (backends, parse_backend,
-// statistic, shm_staging_counts, transport_name).
+// statistic, shm_staging_counts, shm_copy_probe, transport_name).
 #include <sstream>
 
 #include "backend_table.h"
@@ -89,6 +89,28 @@ ShmStagingCounts shm_staging_counts(const Communicator& comm) {
   counts.single = statistic(comm, "single");
   counts.single_permitted = statistic(comm, "single_permitted") != 0;
   return counts;
+}
+
+ShmCopyProbe shm_copy_probe(const Communicator& comm) {
+  using detail::kCopyBandLow;
+  using detail::kCopyProbeStatistics;
+  ShmCopyProbe probe;
+  const std::uint64_t source = statistic(comm, kCopyProbeStatistics[0]);
+  if (source == 0) return probe;
+  probe.injected = source == 2;
+  probe.cost_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[1])) / 1000.0;
+  const std::uint64_t single_bands = statistic(comm, kCopyProbeStatistics[2]);
+  for (int i = 0; i < detail::kCopyProbeSizes; ++i) {
+    ShmCopyProbeFigure f;
+    f.bytes = detail::kCopyProbeBytes[i];
+    f.staged_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[3 + 2 * i])) / 1000.0;
+    f.single_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[4 + 2 * i])) / 1000.0;
+    f.band_lo = kCopyBandLow[i];
+    f.band_hi = i + 1 < detail::kCopyProbeSizes ? kCopyBandLow[i + 1] : 0;
+    f.single = (single_bands >> i & 1u) != 0;
+    probe.figures.push_back(f);
+  }
+  return probe;
 }
 
 const char* transport_name(const Communicator& comm) {

@@ -362,8 +362,8 @@ const BackendRow& hierarchical_backend() {
   static const BackendRow row{{"hierarchical", Buffers::kHost,
                                "shared memory inside each host, MPI between hosts (same number of ranks on "
                                "every host)",
-                               {"staging_cached", "staging_streaming", "direct", "evicted", "single",
-                                "single_permitted"}},
+                               with_copy_probe_statistics({"staging_cached", "staging_streaming", "direct",
+                                                           "evicted", "single", "single_permitted"})},
                               hierarchical_fits, make_hierarchical};
   return row;
 }

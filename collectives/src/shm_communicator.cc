@@ -34,8 +34,10 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, 
       gather_stores_(options.shm_staging),
       single_piece_(single_piece_bytes(size, l2_cache_bytes())) {
   MIRROR_CHECK(segment_->bytes() >= segment_bytes(size), kInternal, "shared-memory segment too small");
+  check_copy_probe_figures(options.shm_copy_probe_figures_for_testing);
   // In every mode (two syncs), so ranks that disagree on the mode still take the same steps.
   probe_cross_memory();
+  copy_probe_pending_ = options.shm_copy == ShmCopy::kAuto && options.shm_copy_probe && cross_.permitted() && size > 1;
 }
 
 ShmCommunicator::~ShmCommunicator() { stop_queue(); }
@@ -61,24 +63,31 @@ std::unique_ptr<ShmCommunicator> ShmCommunicator::create(MPI_Comm group, const C
 }
 
 std::vector<Statistic> ShmCommunicator::statistics() const {
-  return {{"staging_cached", staging_calls(false)},
-          {"staging_streaming", staging_calls(true)},
-          {"direct", direct_calls_},
-          {"evicted", evicted_},
-          {"single", single_calls_},
-          {"single_permitted", cross_.permitted() ? 1u : 0u}};
+  std::vector<Statistic> s{{"staging_cached", staging_calls(false)},
+                           {"staging_streaming", staging_calls(true)},
+                           {"direct", direct_calls_},
+                           {"evicted", evicted_},
+                           {"single", single_calls_},
+                           {"single_permitted", cross_.permitted() ? 1u : 0u}};
+  const auto probe = copy_bands_.statistic_values();
+  for (std::size_t i = 0; i < probe.size(); ++i) s.push_back({kCopyProbeStatistics[i], probe[i]});
+  return s;
 }
 
 unsigned char* ShmCommunicator::slot(int q) const {
   return data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
 }
 
-void ShmCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
+void ShmCommunicator::begin_call(const CollectiveCall& call) {
   control_.publish(call);
   control_.publish_addresses(call.seq, {reinterpret_cast<std::uint64_t>(call.send),
                                         reinterpret_cast<std::uint64_t>(call.recv),
                                         call.total_bytes(size_) | static_cast<std::uint64_t>(call.kind) << 56});
   first_step_ = true;
+}
+
+void ShmCommunicator::run(const CollectiveCall& call, const OpContext& ctx) {
+  begin_call(call);
   switch (call.kind) {
     case CallKind::kAllreduce: do_allreduce(call, ctx); break;
     case CallKind::kBroadcast: do_broadcast(call, ctx); break;
@@ -99,25 +108,36 @@ void ShmCommunicator::step(const CollectiveCall& call, const OpContext& ctx) {
 }
 
 void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& ctx) {
-  const std::size_t bytes = call.count * dtype_size(call.type);
   if (call.count == 0) return step(call, ctx);
   // The agreement sync of shared buffers: only once any exist (then on every rank), and only where the
   // direct path would beat the single-sync one.
+  const bool direct_tried = try_direct(call.count * dtype_size(call.type));
+  if (direct_tried && allreduce_direct(call, ctx)) return;
+  bool synced = direct_tried;
+  // kAuto's copy-path probe, at the first ordinary allreduce in its range, after a first sync (so every
+  // rank is in this call and probes here; shm_copy_probe.h).
+  if (copy_probe_due(call)) {
+    if (!synced) step(call, ctx);
+    synced = true;
+    probe_copy_paths(call, ctx);
+  }
   // Single copy (ordinary buffers, shm_single.cc) where the mode and size say so; large auto allreduces
   // agree after a first sync whether every rank is in place (otherwise the staged path, one sync later).
-  if (try_direct(bytes)) {
-    if (allreduce_direct(call, ctx)) return;
-    if (single_copy(call) || (single_if_in_place(call) && every_rank_in_place(call)))
-      return allreduce_single(call, ctx, true);
-  } else if (single_copy(call)) {
-    return allreduce_single(call, ctx, false);
-  } else if (single_if_in_place(call)) {
-    step(call, ctx);
+  if (single_copy(call)) return allreduce_single(call, ctx, synced);
+  if (single_if_in_place(call)) {
+    if (!synced) step(call, ctx);
     if (every_rank_in_place(call)) return allreduce_single(call, ctx, true);
-  } else if (bytes <= kShmSlotBytes &&
-             (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)) {
-    return allreduce_small(call, ctx);
+    return allreduce_staged(call, ctx);
   }
+  if (direct_tried) return allreduce_staged(call, ctx);
+  staged_allreduce(call, ctx);
+}
+
+void ShmCommunicator::staged_allreduce(const CollectiveCall& call, const OpContext& ctx) {
+  const std::size_t bytes = call.count * dtype_size(call.type);
+  if (bytes <= kShmSlotBytes &&
+      (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes))
+    return allreduce_small(call, ctx);
   allreduce_staged(call, ctx);
 }
 
@@ -454,8 +474,8 @@ std::unique_ptr<Communicator> make_shm(const CommOptions& options, const Topolog
 const BackendRow& shm_backend() {
   static const BackendRow row{{"shm", Buffers::kHost,
                                "one shared-memory segment mapped by every rank (all ranks on one host)",
-                               {"staging_cached", "staging_streaming", "direct", "evicted", "single",
-                                "single_permitted"}},
+                               with_copy_probe_statistics({"staging_cached", "staging_streaming", "direct",
+                                                          "evicted", "single", "single_permitted"})},
                               shm_fits, make_shm};
   return row;
 }

@@ -54,6 +54,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,7 @@
 #include "op_queue.h"
 #include "queued_communicator.h"
 #include "shm_control.h"
+#include "shm_copy_probe.h"
 #include "shm_cross_memory.h"
 #include "shm_region.h"
 #include "shm_segment.h"
@@ -120,8 +122,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   ShmCommunicator(std::unique_ptr<ShmSegment> segment, int rank, int size, const CommOptions& options);
   ~ShmCommunicator() override;
 
-  // staging_cached, staging_streaming, direct, evicted, single, single_permitted
-  // (shm_backend().info.statistics).
+  // staging_cached, staging_streaming, direct, evicted, single, single_permitted, then the copy-path
+  // probe's (kCopyProbeStatistics) (shm_backend().info.statistics).
   std::vector<Statistic> statistics() const override;
 
   // Pipelined allreduces so far that wrote staging with plain / streaming stores (read it while no call
@@ -135,6 +137,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::uint64_t single_calls() const { return single_calls_; }
   // The probe's outcome, the same on every rank.
   const CrossMemory& cross_memory() const { return cross_; }
+  // kAuto's copy-path bands (not probed until the first ordinary allreduce of kCopyProbeLowestBytes).
+  const CopyBands& copy_bands() const { return copy_bands_; }
 
   SharedBuffer allocate_shared(std::size_t bytes) override;
 
@@ -143,6 +147,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_small(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
+  // The staged allreduce: the single-sync path (allreduce_small) or the pipelined one, by size.
+  void staged_allreduce(const CollectiveCall& call, const OpContext& ctx);
+  // Publishes `call`'s descriptor and addresses for its first step.
+  void begin_call(const CollectiveCall& call);
   // Whether a call moving `bytes` in all starts with the shared-buffer agreement: only once shared
   // buffers exist (then on every rank alike), and only above kShmSmallBytes.
   bool try_direct(std::size_t bytes) const {
@@ -166,6 +174,18 @@ class ShmCommunicator final : public QueuedCommunicator {
   // The start-up probe of cross-memory attach over the control block (shm_cross_memory.h), no MPI: sets
   // cross_ alike on every rank; throws kTimeout when a rank does not construct within the timeout.
   void probe_cross_memory();
+  // kAuto's copy-path probe (shm_copy_probe.cc). Whether `call` runs it: the first ordinary allreduce of
+  // kCopyProbeLowestBytes, where the probe is on (kAuto, cross-memory attach permitted, > 1 rank).
+  bool copy_probe_due(const CollectiveCall& call) const;
+  // After `at`'s first sync: times both allreduce paths (or takes the injected figures), shares the
+  // slowest rank's figures with the transport's small allreduce and sets copy_bands_ alike on every rank.
+  void probe_copy_paths(const CollectiveCall& at, const OpContext& ctx);
+  // Times both paths at every probed size; `seq`: the last call number used, advanced per call.
+  CopyProbeTimes measure_copy_paths(std::uint64_t& seq, const OpContext& ctx);
+  CopyProbeTimes injected_copy_times() const;
+  // One probe allreduce (in place, float32 sum, call number `seq`) by one path; its time on this rank.
+  std::chrono::nanoseconds time_allreduce(bool single, float* buffer, std::size_t count, std::uint64_t seq,
+                                          const OpContext& ctx);
   // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
   // the mode, the agreed probe, the rank count and the call, all shared).
   bool single_copy(const CollectiveCall& call) const;
@@ -211,6 +231,8 @@ class ShmCommunicator final : public QueuedCommunicator {
   std::size_t single_piece_;
   std::vector<unsigned char> scratch_;  // size_ pieces of single_piece_ bytes (single-copy paths)
   std::uint64_t single_calls_ = 0;
+  bool copy_probe_pending_ = false;  // kAuto's copy-path probe is on and has not run yet
+  CopyBands copy_bands_;             // its outcome (executing thread; read while no call is outstanding)
   // Shared buffers by slot (the same slot on every rank); the user's SharedBuffer owns them.
   std::mutex shared_mu_;
   std::array<std::weak_ptr<ShmRegion>, kShmSharedSlots> shared_;

@@ -83,7 +83,13 @@ bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   if (options_.shm_copy == ShmCopy::kSingle) return true;
   const auto [lo, hi] = single_band(call.kind);
   const std::size_t bytes = call.total_bytes(size_);
-  // More than 2 ranks: not where the staged allreduce needs a single sync (single copy needs two, and
+  // Probed (shm_copy_probe.h): the allreduce's band takes the path measured faster; from kShmStreamBytes
+  // on, single_if_in_place decides.
+  if (call.kind == CallKind::kAllreduce && copy_bands_.probed()) {
+    const int band = CopyBands::band_of(bytes);
+    return band >= 0 && bytes < kShmStreamBytes && copy_bands_.single(band);
+  }
+  // Fixed bands. More than 2 ranks: not where the staged allreduce needs a single sync (single copy needs two, and
   // with more ranks than cores every sync may wait for a descheduled rank: measured 0.6x at 64 KiB).
   if (call.kind == CallKind::kAllreduce && size_ > 2 && bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)
     return false;
@@ -91,8 +97,12 @@ bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
 }
 
 bool ShmCommunicator::single_if_in_place(const CollectiveCall& call) const {
-  return options_.shm_copy == ShmCopy::kAuto && cross_.permitted() && size_ > 1 &&
-         call.kind == CallKind::kAllreduce && call.total_bytes(size_) >= kShmStreamBytes;
+  const std::size_t bytes = call.total_bytes(size_);
+  if (options_.shm_copy != ShmCopy::kAuto || !cross_.permitted() || size_ < 2 || call.kind != CallKind::kAllreduce ||
+      bytes < kShmStreamBytes)
+    return false;
+  // Probed: only where single copy was faster (in place) in the band; fixed bands: always.
+  return !copy_bands_.probed() || copy_bands_.single(CopyBands::band_of(bytes));
 }
 
 bool ShmCommunicator::every_rank_in_place(const CollectiveCall& call) const {

@@ -98,6 +98,41 @@ void print_copy_paths(const BenchOptions& o, const mirror::coll::ShmStagingCount
               static_cast<unsigned long long>(counts.single), path_ranges(rows).c_str());
 }
 
+std::string size_name(std::uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "M";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "K";
+  return std::to_string(bytes);
+}
+
+// The copy-path probe's shared figures and the bands they decided (kAuto; rank 0's view, the same on all).
+void print_copy_probe(const BenchOptions& o, const mirror::coll::ShmCopyProbe& probe) {
+  if (probe.figures.empty()) {
+    std::printf("# shm copy probe: not run (%s)\n",
+                !o.copy_probe ? "--shm-copy-probe off: fixed bands" : "no ordinary allreduce of 32 KiB or more, "
+                                                                      "or cross-memory attach not permitted");
+    return;
+  }
+  std::printf("# shm copy probe (%s, in-place float32 allreduce, slowest rank's best of 3; cost %.1f ms on rank 0):",
+              probe.injected ? "figures injected by the test seam" : "measured", probe.cost_us / 1000.0);
+  for (const auto& f : probe.figures) {
+    std::printf(" %s staged %.1f single %.1f us -> %s %s..%s;", size_name(f.bytes).c_str(), f.staged_us, f.single_us,
+                f.single ? "single" : "staged", size_name(f.band_lo).c_str(),
+                f.band_hi ? size_name(f.band_hi).c_str() : "");
+  }
+  std::printf(" (out of place from 16M: staged)\n");
+}
+
+nlohmann::json copy_probe_json(const mirror::coll::ShmCopyProbe& probe) {
+  if (probe.figures.empty()) return nullptr;
+  nlohmann::json figures = nlohmann::json::array();
+  for (const auto& f : probe.figures) {
+    figures.push_back({{"bytes", f.bytes}, {"staged_us", f.staged_us}, {"single_us", f.single_us},
+                       {"band_lo", f.band_lo}, {"band_hi", f.band_hi ? nlohmann::json(f.band_hi) : nlohmann::json(nullptr)},
+                       {"path", f.single ? "single" : "staged"}});
+  }
+  return {{"injected", probe.injected}, {"cost_us", probe.cost_us}, {"figures", figures}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,6 +149,7 @@ int main(int argc, char** argv) {
     copts.timeout = std::chrono::milliseconds(o.timeout_ms);
     copts.shm_staging = o.staging;
     copts.shm_copy = o.copy;
+    copts.shm_copy_probe = o.copy_probe;
     copts.check_consistency = o.check_collectives;
     copts.hosts_for_testing = o.fake_hosts;
     auto comm = mirror::coll::make_communicator(copts);
@@ -161,7 +197,11 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(staging.streaming));
       }
       const std::string backend_name = comm->backend().name;
-      if (backend_name == "shm" || backend_name == "hierarchical") print_copy_paths(o, staging, single_rows);
+      const auto probe = mirror::coll::shm_copy_probe(*comm);
+      if (backend_name == "shm" || backend_name == "hierarchical") {
+        print_copy_paths(o, staging, single_rows);
+        if (o.copy == mirror::coll::ShmCopy::kAuto) print_copy_probe(o, probe);
+      }
       if (staging.direct > 0) {
         std::printf("# shm direct collectives (shared buffers, rank 0): %llu\n",
                     static_cast<unsigned long long>(staging.direct));
@@ -173,7 +213,8 @@ int main(int argc, char** argv) {
                               {"transport", comm->backend().name}, {"selection_note", comm->selection_note()},
                               {"check_collectives", o.check_collectives}, {"fake_hosts", o.fake_hosts},
                               {"shared_buffers", o.shared_buffers}, {"shm_copy", mirror::coll::to_string(o.copy)},
-                              {"single_permitted", staging.single_permitted}, {"wrong", wrong}, {"rows", rows}};
+                              {"single_permitted", staging.single_permitted}, {"shm_copy_probe", copy_probe_json(probe)},
+                              {"wrong", wrong}, {"rows", rows}};
         std::ofstream out(o.json_path);
         MIRROR_CHECK(out.good(), kIo, "cannot open --json file '" << o.json_path << "' for writing");
         out << doc.dump(2) << "\n";

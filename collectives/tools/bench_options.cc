@@ -103,6 +103,10 @@ std::optional<BenchOptions> parse_bench_options(int argc, char** argv, bool prin
                  "(through the staging buffers) or single (cross-memory attach; stages if the probe failed)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "staged", "single"}));
+  app.add_option("--shm-copy-probe", o.copy_probe,
+                 "Shared-memory transport, --shm-copy auto: time both allreduce paths at a few sizes at the first "
+                 "allreduce of at least 32 KiB and choose per size band (on), or use the fixed bands (off)")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on");
   app.add_option("-R,--shared-buffers", shared,
                  "Host buffers from Communicator::allocate_shared (1), which the shared-memory transport's "
                  "allreduce reads and writes directly, or ordinary memory (0); like nccl-tests' -R")

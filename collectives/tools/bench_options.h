@@ -28,6 +28,7 @@ struct BenchOptions {
   const coll::BackendInfo* backend = nullptr;  // --backend + --transport; nullptr: host, chosen automatically
   coll::ShmStaging staging = coll::ShmStaging::kAuto;          // shm transport: auto | cached | streaming
   coll::ShmCopy copy = coll::ShmCopy::kAuto;  // shm transport, ordinary buffers: auto | staged | single
+  bool copy_probe = true;  // CommOptions::shm_copy_probe (kAuto's measured bands; off: the fixed bands)
   bool shared_buffers = false;  // host buffers from Communicator::allocate_shared (nccl-tests' -R analogue)
   std::size_t stream_bytes = std::size_t{64} << 20;  // STREAM-like measurement per array; 0: skip it
   long timeout_ms = 60000;

@@ -2,7 +2,7 @@
 // (CommOptions::shm_copy: staged, single = cross-memory attach, auto), each forced on its own
 // communicator: every op x dtype x reduction, in and out of place, at counts on both sides of the
 // single-copy thresholds and past one staging buffer (sum and max), against the serial exact-sum reference; results
-// bit-identical across the three modes on inputs whose sums round (float32 also against a serial
+// bit-identical across the modes (and kAuto with its copy-path probe) on inputs whose sums round (float32 also against a serial
 // rank-order float32 sum); which path each mode took (statistics); and the fallback when the start-up
 // probe is refused on one rank (the shm_copy_refused_for_testing seam): every rank stages, results right.
 #include <gtest/gtest.h>
@@ -25,7 +25,9 @@ using detail::kShmSingleAllreduceBytes;
 using detail::kShmSingleBroadcastBytes;
 using detail::kShmSingleGatherBytes;
 
-// "staged", "single", "auto", or "refused" (single forced, probe refused on the last rank).
+// "staged", "single", "auto" (with kAuto's fixed bands: the copy-path probe off, so the paths below are
+// known), "probed" (kAuto with its probe, as by default), or "refused" (single forced, probe refused on the
+// last rank).
 std::map<std::string, std::unique_ptr<Communicator>>& comms() {
   static std::map<std::string, std::unique_ptr<Communicator>> m;
   return m;
@@ -37,7 +39,8 @@ Communicator& comm(const std::string& mode) {
     CommOptions o;
     o.timeout = std::chrono::seconds(60);
     o.backend = parse_backend("host", "shm");
-    o.shm_copy = parse_shm_copy(mode == "refused" ? "single" : mode);
+    o.shm_copy = parse_shm_copy(mode == "refused" ? "single" : mode == "probed" ? "auto" : mode);
+    o.shm_copy_probe = mode == "probed";
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -132,7 +135,7 @@ TEST(SingleCopy, BitIdenticalAcrossModesOnRoundingSums) {
       for (std::size_t count : {std::size_t{1000}, std::size_t{70001}, std::size_t{600011}})
         for (bool in_place : {false, true}) {
           const auto staged = allreduce_bytes(comm("staged"), t, op, count, in_place);
-          for (const char* mode : {"single", "auto"}) {
+          for (const char* mode : {"single", "auto", "probed"}) {
             const auto other = allreduce_bytes(comm(mode), t, op, count, in_place);
             EXPECT_TRUE(other == staged) << mode << " differs from staged: " << to_string(t) << " " << to_string(op)
                                          << " count " << count << (in_place ? " in place" : "") << " np " << n;

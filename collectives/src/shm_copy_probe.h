@@ -1,0 +1,82 @@
+// shm_copy_probe.h — CopyBands: ShmCopy::kAuto's measured choice, per size band, between the staged and
+// the single-copy allreduce on ordinary buffers (the probe itself is ShmCommunicator::probe_copy_paths,
+// shm_copy_probe.cc).
+//
+// Why measured: which path wins depends on the CPU, the hypervisor's placement of the ranks' cores and the
+// load (cross-core line transfers of the staging buffers against cross-memory attach's page pinning); fixed
+// bands measured once on one machine were wrong on the next. So at the first ordinary allreduce of at
+// least kCopyProbeLowestBytes (not at construction: short-lived communicators never pay), every rank times
+// both paths, alternated, on a private in-place float32 buffer at each of kCopyProbeBytes, keeps its best
+// of kCopyProbeRepeats, and the transport's own small allreduce (max) gives every rank the slowest rank's
+// figures: the choice is made from values all ranks share, so every rank takes the same path for every
+// call. Band i covers the call bytes [kCopyBandLow[i], kCopyBandLow[i + 1]) (the last has no end), and
+// takes the path that was faster at kCopyProbeBytes[i]. Below the first band the staged single-sync path
+// stays (fixed: two syncs and two ~2 µs kernel calls per peer lose there everywhere measured); out of place
+// from kShmStreamBytes the staged path stays too (it streams its output; the probe measures in place).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mirror/coll/communicator.h"
+
+namespace mirror::coll::detail {
+
+constexpr int kCopyProbeSizes = 4;
+// The probed allreduce sizes, and the lower edge of the band each decides (geometric midpoints).
+constexpr std::array<std::size_t, kCopyProbeSizes> kCopyProbeBytes{
+    std::size_t{64} << 10, std::size_t{1} << 20, std::size_t{4} << 20, std::size_t{16} << 20};
+constexpr std::array<std::size_t, kCopyProbeSizes> kCopyBandLow{
+    std::size_t{32} << 10, std::size_t{256} << 10, std::size_t{2} << 20, std::size_t{8} << 20};
+constexpr std::size_t kCopyProbeLowestBytes = kCopyBandLow[0];
+// Timed runs of each path at each size (alternated; the best counts), after one untimed warm-up pair.
+constexpr int kCopyProbeRepeats = 3;
+
+// What statistics() reports about the probe, in this order (appended to the shm and hierarchical rows):
+// copy_probe (0 not run, 1 measured, 2 figures injected by the test seam), copy_probe_ns (its cost on this
+// rank), copy_probe_single_bands (bit i: band i takes single copy), then per probed size the shared
+// figures copy_probe_staged_ns_<size>, copy_probe_single_ns_<size>.
+constexpr std::array<const char*, 3 + 2 * kCopyProbeSizes> kCopyProbeStatistics{
+    "copy_probe",          "copy_probe_ns",          "copy_probe_single_bands", "copy_probe_staged_ns_64K",
+    "copy_probe_single_ns_64K", "copy_probe_staged_ns_1M", "copy_probe_single_ns_1M", "copy_probe_staged_ns_4M",
+    "copy_probe_single_ns_4M",  "copy_probe_staged_ns_16M", "copy_probe_single_ns_16M"};
+// `names` followed by kCopyProbeStatistics (for the backend table rows).
+std::vector<const char*> with_copy_probe_statistics(std::vector<const char*> names);
+
+// Throws kInvalidArgument unless `figures` (CommOptions::shm_copy_probe_figures_for_testing) is empty or
+// holds one figure per probed size, in order, with finite times >= 0.
+void check_copy_probe_figures(const std::vector<ShmCopyProbeFigure>& figures);
+
+// Per probed size, the time of each path (ns): one rank's, or the maximum over ranks.
+struct CopyProbeTimes {
+  std::array<std::uint64_t, kCopyProbeSizes> staged_ns{}, single_ns{};
+};
+
+class CopyBands {
+ public:
+  enum class Source : std::uint8_t { kNone = 0, kMeasured = 1, kInjected = 2 };
+
+  CopyBands() = default;  // not probed: kAuto keeps its fixed bands
+  // From the figures every rank shares; cost_ns: what the probe took on this rank.
+  CopyBands(const CopyProbeTimes& shared, Source source, std::uint64_t cost_ns);
+
+  // The band holding calls of `bytes`, or -1 below the first.
+  static int band_of(std::size_t bytes);
+
+  bool probed() const { return source_ != Source::kNone; }
+  // Whether band `band` (>= 0) takes single copy: it was strictly faster at that band's probed size.
+  bool single(int band) const { return (single_bands_ >> band & 1u) != 0; }
+  // copy_probe, copy_probe_ns, copy_probe_single_bands and the figures, as kCopyProbeStatistics names them.
+  std::array<std::uint64_t, kCopyProbeStatistics.size()> statistic_values() const;
+
+ private:
+  CopyProbeTimes times_{};
+  Source source_ = Source::kNone;
+  std::uint64_t cost_ns_ = 0;
+  std::uint32_t single_bands_ = 0;
+};
+
+}  // namespace mirror::coll::detail

@@ -1,0 +1,188 @@
+// test_shm_copy_probe.cc — kAuto's copy-path probe on the shared-memory transport (shm_copy_probe.h): it
+// runs lazily at the first ordinary allreduce of 32 KiB or more and never below, or with the probe off or
+// another mode; every rank sees the same figures and takes the same path for every call (per-call counters
+// compared across ranks with MPI); the path at each band is the one the shared figures say was faster; the
+// test seam's injected figures, different per rank, are combined as their maximum over ranks (computed here
+// with MPI_Allreduce) and the calls really take the path they decide; results stay exact throughout (the
+// serial exact-sum reference of collective_checks); bad injected figures fail clearly at construction.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collective_checks.h"
+#include "mirror/coll/communicator.h"
+#include "shm_communicator.h"
+#include "shm_copy_probe.h"
+
+namespace mirror::coll::testing {
+namespace {
+
+using detail::kCopyProbeBytes;
+using detail::kCopyProbeSizes;
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+CommOptions shm_options() {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.backend = parse_backend("host", "shm");
+  return o;
+}
+
+// Injected figures: band i takes single copy where `single_bands` has bit i. Every rank's figures differ
+// (so only their maximum over ranks is shared); at band `overruled` every rank but the last says single
+// copy was faster, and the last rank's slow single-copy time must win: that band stages.
+std::vector<ShmCopyProbeFigure> injected(unsigned single_bands, int overruled) {
+  const int r = world_rank(), last = world_size() - 1;
+  std::vector<ShmCopyProbeFigure> f(kCopyProbeSizes);
+  for (int i = 0; i < kCopyProbeSizes; ++i) {
+    f[i].bytes = kCopyProbeBytes[i];
+    f[i].staged_us = 100.0 + 10.0 * r;
+    const bool single = (single_bands >> i & 1u) != 0 || i == overruled;
+    f[i].single_us = single ? 40.0 + 5.0 * r : 300.0 - r;
+    if (i == overruled && r == last) f[i].single_us = 900.0;
+  }
+  return f;
+}
+
+// The same on every rank (compared with MPI): false names the first difference.
+bool same_on_every_rank(std::uint64_t value) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world_size()));
+  MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  return std::all_of(all.begin(), all.end(), [&](std::uint64_t v) { return v == all[0]; });
+}
+
+// One checked float32 sum allreduce of `bytes`; whether it took the single-copy path (the counter).
+bool took_single(Communicator& c, std::size_t bytes, bool in_place) {
+  const std::uint64_t before = shm_staging_counts(c).single;
+  EXPECT_TRUE(check_allreduce(c, false, DataType::kFloat32, ReduceOp::kSum, bytes / sizeof(float), in_place))
+      << bytes << " bytes";
+  const bool single = shm_staging_counts(c).single > before;
+  EXPECT_TRUE(same_on_every_rank(single ? 1 : 0)) << "ranks took different paths at " << bytes << " bytes";
+  return single;
+}
+
+struct Probe {
+  ShmCopyProbe figures;
+  // Calls of each band (its low edge, its probed size, its last bytes) and, from 16 MiB, out of place.
+  void expect_paths_follow(Communicator& c, const std::string& what) const {
+    ASSERT_EQ(figures.figures.size(), static_cast<std::size_t>(kCopyProbeSizes)) << what;
+    for (const ShmCopyProbeFigure& f : figures.figures) {
+      std::vector<std::size_t> sizes{f.band_lo, f.bytes};
+      if (f.band_hi) sizes.push_back(f.band_hi - 64);
+      for (std::size_t bytes : sizes) {
+        const bool in_place = bytes >= detail::kShmStreamBytes || bytes % 3 == 0;
+        EXPECT_EQ(took_single(c, bytes, in_place), f.single) << what << ": " << bytes << " bytes";
+      }
+    }
+    EXPECT_FALSE(took_single(c, detail::kShmStreamBytes, false)) << what << ": out of place from 16 MiB stages";
+    EXPECT_FALSE(took_single(c, 16 * 1024, false)) << what << ": below the first band stages";
+  }
+};
+
+TEST(CopyProbe, MeasuredOnceLazilyAndEveryRankFollowsTheSharedFigures) {
+  auto c = make_communicator(shm_options());
+  ASSERT_TRUE(shm_staging_counts(*c).single_permitted) << "cross-memory attach refused on this machine?";
+  EXPECT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kSum, 1000, false));
+  EXPECT_TRUE(shm_copy_probe(*c).figures.empty()) << "the probe ran below 32 KiB";
+  EXPECT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kSum, 40000, true));
+  const Probe p{shm_copy_probe(*c)};
+  ASSERT_EQ(p.figures.figures.size(), static_cast<std::size_t>(kCopyProbeSizes));
+  EXPECT_FALSE(p.figures.injected);
+  EXPECT_GT(p.figures.cost_us, 0.0);
+  for (const ShmCopyProbeFigure& f : p.figures.figures) {
+    // Shared: the same figures on every rank; the choice is the faster of them.
+    EXPECT_TRUE(same_on_every_rank(static_cast<std::uint64_t>(f.staged_us * 1000.0 + 0.5))) << f.bytes;
+    EXPECT_TRUE(same_on_every_rank(static_cast<std::uint64_t>(f.single_us * 1000.0 + 0.5))) << f.bytes;
+    EXPECT_GT(f.staged_us, 0.0);
+    EXPECT_GT(f.single_us, 0.0);
+    EXPECT_EQ(f.single, f.single_us < f.staged_us) << f.bytes << ": staged " << f.staged_us << " single " << f.single_us;
+  }
+  p.expect_paths_follow(*c, "measured");
+  // It ran once: the figures stay.
+  const ShmCopyProbe again = shm_copy_probe(*c);
+  for (int i = 0; i < kCopyProbeSizes; ++i) EXPECT_EQ(again.figures[i].staged_us, p.figures.figures[i].staged_us);
+}
+
+TEST(CopyProbe, InjectedFiguresAreSharedAsTheirMaximumAndDecideThePath) {
+  // Band 2 (4 MiB) overruled by the last rank in the first; band 3 (8 MiB on) in the second.
+  for (const auto& [single_bands, overruled] : {std::pair<unsigned, int>{0b1010u, 2}, {0b0101u, 3}}) {
+    CommOptions o = shm_options();
+    o.shm_copy_probe_figures_for_testing = injected(single_bands, overruled);
+    auto c = make_communicator(o);
+    ASSERT_TRUE(shm_staging_counts(*c).single_permitted);
+    EXPECT_TRUE(shm_copy_probe(*c).figures.empty());
+    // The first call in range runs the probe, and takes the path it decides.
+    const std::string what = "injected bands " + std::to_string(single_bands);
+    EXPECT_EQ(took_single(*c, kCopyProbeBytes[1], true), (single_bands & 2u) != 0) << what;
+    const Probe p{shm_copy_probe(*c)};
+    ASSERT_EQ(p.figures.figures.size(), static_cast<std::size_t>(kCopyProbeSizes));
+    EXPECT_TRUE(p.figures.injected);
+    // The reference: every rank's injected figures, maximum over ranks (MPI).
+    const auto mine = o.shm_copy_probe_figures_for_testing;
+    for (int i = 0; i < kCopyProbeSizes; ++i) {
+      double local[2] = {mine[i].staged_us, mine[i].single_us}, max[2] = {0, 0};
+      MPI_Allreduce(local, max, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      const ShmCopyProbeFigure& f = p.figures.figures[i];
+      EXPECT_EQ(f.staged_us, max[0]) << what << " band " << i;
+      EXPECT_EQ(f.single_us, max[1]) << what << " band " << i;
+      EXPECT_EQ(f.single, max[1] < max[0]) << what << " band " << i;
+      EXPECT_EQ(f.single, (single_bands >> i & 1u) != 0) << what << " band " << i;
+    }
+    p.expect_paths_follow(*c, what);
+  }
+}
+
+TEST(CopyProbe, NotRunWhenOffOrInAnotherMode) {
+  CommOptions off = shm_options();
+  off.shm_copy_probe = false;
+  CommOptions staged = shm_options();
+  staged.shm_copy = ShmCopy::kStaged;
+  CommOptions single = shm_options();
+  single.shm_copy = ShmCopy::kSingle;
+  for (const CommOptions& o : {off, staged, single}) {
+    auto c = make_communicator(o);
+    EXPECT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kSum, kLargeCount, false));
+    EXPECT_TRUE(shm_copy_probe(*c).figures.empty()) << to_string(o.shm_copy);
+  }
+  // Off: the fixed bands (2 MiB: single copy at every rank count).
+  auto c = make_communicator(off);
+  EXPECT_TRUE(took_single(*c, std::size_t{2} << 20, false));
+  // Refused cross-memory attach: nothing to choose, no probe.
+  CommOptions refused = shm_options();
+  refused.shm_copy_refused_for_testing = world_rank() == world_size() - 1;
+  auto r = make_communicator(refused);
+  EXPECT_FALSE(took_single(*r, std::size_t{1} << 20, true));
+  EXPECT_TRUE(shm_copy_probe(*r).figures.empty());
+}
+
+TEST(CopyProbe, BadInjectedFiguresFailAtConstruction) {
+  CommOptions o = shm_options();
+  o.shm_copy_probe_figures_for_testing = injected(0, -1);
+  o.shm_copy_probe_figures_for_testing[1].bytes = 12345;
+  try {
+    auto c = make_communicator(o);
+    ADD_FAILURE() << "accepted figures for the wrong size";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("shm_copy_probe_figures_for_testing[1] is for 12345 bytes; expected 1048576"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mirror::coll::testing
