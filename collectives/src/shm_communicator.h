@@ -30,7 +30,8 @@
 //     rank r writes its block into every rank's recv (plain or non-temporal stores, a third
 //     StagingStorePolicy); one sync. broadcast: root copies in; sync; copy out.
 //   barrier: one sync.
-//   Single copy (ordinary buffers, shm_single.cc; CommOptions::shm_copy, kAuto's bands below): each rank
+//   Single copy (ordinary buffers, shm_single.cc; CommOptions::shm_copy; kAuto: for allreduces the bands
+//     its probe measured, shm_copy_probe.h, else the fixed bands below): each rank
 //     publishes its send/recv addresses with the call; after the first sync the ranks move bytes straight
 //     between each other's own buffers with cross-memory attach (shm_cross_memory.h: the kernel copies
 //     once between the two address spaces); one final sync. Per rank and message byte (S = the
@@ -42,9 +43,10 @@
 //       reduce_scatter: reads S/n of each of n sends, writes S/n; allgather: reads S, writes S (one copy of
 //         each other block, against two staged); broadcast: the root writes part `root` of n into every
 //         other buffer while the others read the rest: (n-1)/n S per rank and direction, one copy.
-//     The path is the same on every rank: it depends on the mode, the probe (agreed at start-up), the
-//     call's size and, for large auto allreduces, whether every rank is in place (read after the first
-//     sync). Results are bit-identical to the staged paths (same kernel, same rank order).
+//     The path is the same on every rank: it depends on the mode, the cross-memory probe (agreed at
+//     start-up), kAuto's copy-path probe (timed at the first ordinary allreduce of >= 32 KiB, the slowest
+//     rank's figures shared by every rank), the call's size and, for large auto allreduces, whether every
+//     rank is in place (read after the first sync). Results are bit-identical to the staged paths (same kernel, same rank order).
 // Results are bit-identical on every rank (each element is reduced in rank order by one kernel).
 // Calls are validated by validate_call (call.h), numbered, and run in order through OpQueue (async calls
 // on its progress thread: no MPI is called after construction, so any MPI thread level works). Failure
@@ -94,8 +96,10 @@ constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 // Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the bytes
-// (the call's largest buffer) for which each collective takes them; outside, the staged paths. Measured
-// on the 2-vCPU build machine, 2 ranks, alternated runs (docs/collectives-shm.md):
+// (the call's largest buffer) for which each collective takes them; outside, the staged paths. For the
+// allreduce these fixed bands hold only until its copy-path probe ran, or with CommOptions::shm_copy_probe
+// off (shm_copy_probe.h: a later quiet hour on the same machine found them wrong at 64 KiB-1 MiB and 16 MiB
+// on). Measured on the 2-vCPU build machine, 2 ranks, alternated runs (docs/collectives-shm.md):
 // - allreduce from 64 KiB (32 KiB: level; 64 KiB-4 MiB: 1.2-1.8x the staged busbw) below kShmStreamBytes;
 //   from there only when every rank's call is in place (agreed after the first sync): out of place the
 //   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.

@@ -96,8 +96,9 @@ ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "st
 // How the shared-memory transport moves ordinary (not allocate_shared) buffers between ranks: kStaged —
 // through its staging buffers (each byte copied in by its owner and out by its reader); kSingle — one
 // copy, straight between the ranks' own buffers with Linux cross-memory attach (process_vm_readv /
-// process_vm_writev); kAuto — single copy for the sizes where it was measured faster, staged below
-// (docs/collectives-shm.md). Single copy needs the start-up probe to succeed on every rank (same user,
+// process_vm_writev); kAuto — single copy for the sizes where it was measured faster, staged elsewhere:
+// for allreduces as a probe timed both paths at the first ordinary allreduce of at least 32 KiB (shared by
+// all ranks; CommOptions::shm_copy_probe), for the others by fixed bands (docs/collectives-shm.md). Single copy needs the start-up probe to succeed on every rank (same user,
 // ptrace permitted); otherwise every mode stages. The choice is the same on every rank for a call, and
 // the results are bit-identical in every mode.
 enum class ShmCopy { kAuto, kStaged, kSingle };
