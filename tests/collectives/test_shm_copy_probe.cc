@@ -93,6 +93,28 @@ struct Probe {
   }
 };
 
+TEST(CopyProbe, BandsSplitAtTheGeometricMidpoints) {
+  using detail::CopyBands;
+  EXPECT_EQ(CopyBands::band_of(0), -1);
+  EXPECT_EQ(CopyBands::band_of((std::size_t{32} << 10) - 1), -1);
+  const std::size_t edges[] = {std::size_t{32} << 10, std::size_t{256} << 10, std::size_t{2} << 20, std::size_t{8} << 20};
+  for (int i = 0; i < kCopyProbeSizes; ++i) {
+    EXPECT_EQ(CopyBands::band_of(edges[i]), i);
+    EXPECT_EQ(CopyBands::band_of(kCopyProbeBytes[i]), i);  // every probed size decides its own band
+    if (i + 1 < kCopyProbeSizes) EXPECT_EQ(CopyBands::band_of(edges[i + 1] - 1), i);
+  }
+  EXPECT_EQ(CopyBands::band_of(std::size_t{1} << 40), kCopyProbeSizes - 1);
+  // Ties stage; strictly faster single copy takes the band.
+  detail::CopyProbeTimes t;
+  t.staged_ns = {10, 10, 10, 10};
+  t.single_ns = {10, 9, 11, 1};
+  const CopyBands b(t, CopyBands::Source::kMeasured, 1);
+  EXPECT_FALSE(b.single(0));
+  EXPECT_TRUE(b.single(1));
+  EXPECT_FALSE(b.single(2));
+  EXPECT_TRUE(b.single(3));
+}
+
 TEST(CopyProbe, MeasuredOnceLazilyAndEveryRankFollowsTheSharedFigures) {
   auto c = make_communicator(shm_options());
   ASSERT_TRUE(shm_staging_counts(*c).single_permitted) << "cross-memory attach refused on this machine?";
