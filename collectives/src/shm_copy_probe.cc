@@ -133,8 +133,10 @@ CopyProbeTimes ShmCommunicator::measure_copy_paths(std::uint64_t& seq, const OpC
   CopyProbeTimes best;
   best.staged_ns.fill(std::numeric_limits<std::uint64_t>::max());
   best.single_ns.fill(std::numeric_limits<std::uint64_t>::max());
-  for (int rep = 0; rep < kCopyProbeRepeats; ++rep) {
+  const int rounds = *std::max_element(kCopyProbeRepeats.begin(), kCopyProbeRepeats.end());
+  for (int rep = 0; rep < rounds; ++rep) {
     for (int i = 0; i < kCopyProbeSizes; ++i) {
+      if (rep >= kCopyProbeRepeats[i]) continue;
       // The two paths alternate which goes first, from one size and one repetition to the next.
       for (int k = 0; k < 2; ++k) {
         const bool single = (k == 0) == ((rep + i) % 2 == 0);

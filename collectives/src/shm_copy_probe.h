@@ -7,7 +7,7 @@
 // bands measured once on one machine were wrong on the next. So at the first ordinary allreduce of at
 // least kCopyProbeLowestBytes (not at construction: short-lived communicators never pay), every rank times
 // both paths, alternated, on a private in-place float32 buffer at each of kCopyProbeBytes, keeps its best
-// of kCopyProbeRepeats, and the transport's own small allreduce (max) gives every rank the slowest rank's
+// of kCopyProbeRepeats runs, and the transport's own small allreduce (max) gives every rank the slowest rank's
 // figures: the choice is made from values all ranks share, so every rank takes the same path for every
 // call. Band i covers the call bytes [kCopyBandLow[i], kCopyBandLow[i + 1]) (the last has no end), and
 // takes the path that was faster at kCopyProbeBytes[i]. Below the first band the staged single-sync path
@@ -32,8 +32,9 @@ constexpr std::array<std::size_t, kCopyProbeSizes> kCopyProbeBytes{
 constexpr std::array<std::size_t, kCopyProbeSizes> kCopyBandLow{
     std::size_t{32} << 10, std::size_t{256} << 10, std::size_t{2} << 20, std::size_t{8} << 20};
 constexpr std::size_t kCopyProbeLowestBytes = kCopyBandLow[0];
-// Timed runs of each path at each size (alternated; the best counts), after one untimed warm-up pair.
-constexpr int kCopyProbeRepeats = 3;
+// Timed runs of each path at each probed size (alternated; the best counts): more where they are cheap and
+// the two paths come closest, fewer at 16 MiB, where each run costs milliseconds and the gap was wide.
+constexpr std::array<int, kCopyProbeSizes> kCopyProbeRepeats{5, 5, 3, 2};
 
 // What statistics() reports about the probe, in this order (appended to the shm and hierarchical rows):
 // copy_probe (0 not run, 1 measured, 2 figures injected by the test seam), copy_probe_ns (its cost on this

@@ -112,7 +112,7 @@ void print_copy_probe(const BenchOptions& o, const mirror::coll::ShmCopyProbe& p
                                                                       "or cross-memory attach not permitted");
     return;
   }
-  std::printf("# shm copy probe (%s, in-place float32 allreduce, slowest rank's best of 3; cost %.1f ms on rank 0):",
+  std::printf("# shm copy probe (%s, in-place float32 allreduce, slowest rank's best run; cost %.1f ms on rank 0):",
               probe.injected ? "figures injected by the test seam" : "measured", probe.cost_us / 1000.0);
   for (const auto& f : probe.figures) {
     std::printf(" %s staged %.1f single %.1f us -> %s in [%s, %s);", size_name(f.bytes).c_str(), f.staged_us,
