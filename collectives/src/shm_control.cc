@@ -73,6 +73,14 @@ void ShmControl::publish(const CollectiveCall& call) {
   w[2].store(call.count, std::memory_order_relaxed);
 }
 
+void ShmControl::publish_in_both_lines(const CollectiveCall& call) {
+  publish(call);
+  auto& w = descs_[rank_].word[(call.seq + 1) & 1];
+  w[0].store(call.seq, std::memory_order_relaxed);
+  w[1].store(pack(call), std::memory_order_relaxed);
+  w[2].store(call.count, std::memory_order_relaxed);
+}
+
 void ShmControl::publish_buffers(std::uint64_t seq, const BufferPlaces& places) {
   auto& w = buffer_lines_[rank_].word[seq & 1];
   w[0].store(places.send, std::memory_order_relaxed);

@@ -35,6 +35,10 @@ class ShmControl {
 
   // Writes this rank's descriptor of `call` (before the call's first signal).
   void publish(const CollectiveCall& call);
+  // Writes it into the line of the other parity too, so that timeout messages name `call` as this rank's
+  // last: only where no rank reads that line before the next call publishes its own (after a sync that
+  // followed every read of it; kAuto's copy probe, whose own calls used both lines).
+  void publish_in_both_lines(const CollectiveCall& call);
   // This rank has finished its writes for `phase`.
   void signal(std::uint64_t phase);
   // Blocks until every rank signalled `phase`; throws kTimeout at ctx.deadline.

@@ -106,6 +106,9 @@ void ShmCommunicator::probe_copy_paths(const CollectiveCall& at, const OpContext
   }
   begin_call(at);
   step(at, outer);
+  // Every rank is past the probe's last call: its lines are free, and timeout messages that name a rank's
+  // last call must name `at`, not the probe's last.
+  control_.publish_in_both_lines(at);
   CopyProbeTimes all;
   std::copy(shared.begin(), shared.begin() + kCopyProbeSizes, all.staged_ns.begin());
   std::copy(shared.begin() + kCopyProbeSizes, shared.end(), all.single_ns.begin());

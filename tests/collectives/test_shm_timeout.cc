@@ -1,11 +1,12 @@
 // test_shm_timeout.cc — shared-memory transport: a rank that skips a collective turns into kTimeout on
 // the ranks that wait for it, naming the op, its sequence number, its size and the rank that did not
 // arrive (with the last collective it issued); the communicator then refuses further work. Staged and
-// single-copy (ShmCopy::kSingle) paths alike.
+// single-copy (ShmCopy::kSingle) paths alike, and after kAuto's copy-path probe.
 // Its own binary, so its deliberately abandoned collectives cannot affect other tests.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "mirror/coll/communicator.h"
 #include "mirror/error.h"
@@ -42,6 +43,28 @@ TEST(ShmTimeout, SkippedBlockingCollectiveTimesOut) {
 TEST(ShmTimeout, SkippedSingleCopyCollectiveTimesOut) {
   auto c = make_short_timeout(ShmCopy::kSingle);
   testing::run_skipped_blocking(*c, [](const Error& e) { expect_timeout(e, "allreduce"); }, true);
+}
+
+// After kAuto's copy-path probe ran inside #0 (its own calls are numbered on from #0), a skipped #1 still
+// names #0 as rank 0's last call.
+TEST(ShmTimeout, SkippedCollectiveAfterTheCopyProbeNamesTheUsersLastCall) {
+  auto c = make_short_timeout();
+  std::vector<float> v(16384, 1.0f);
+  c->allreduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum);  // #0: runs the probe
+  EXPECT_EQ(v[0], static_cast<float>(c->size()));
+  EXPECT_FALSE(shm_copy_probe(*c).figures.empty());
+  if (c->rank() == 0) return;  // rank 0 skips #1
+  try {
+    c->allreduce(v.data(), v.data(), 4, DataType::kFloat32, ReduceOp::kSum);
+    ADD_FAILURE() << "allreduce without rank 0 did not time out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kTimeout) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("allreduce #1 "), std::string::npos) << what;
+    EXPECT_NE(what.find("did not arrive: rank 0 (last issued: allreduce #0 (16384 x float32 sum, 65536 bytes)"),
+              std::string::npos)
+        << what;
+  }
 }
 
 TEST(ShmTimeout, SkippedAsyncCollectiveTimesOutInWait) {
