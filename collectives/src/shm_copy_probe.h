@@ -11,7 +11,7 @@
 // figures: the choice is made from values all ranks share, so every rank takes the same path for every
 // call. Band i covers the call bytes [kCopyBandLow[i], kCopyBandLow[i + 1]) (the last has no end), and
 // takes the path that was faster at kCopyProbeBytes[i]. Below the first band the staged single-sync path
-// stays (fixed: two syncs and two ~2 µs kernel calls per peer lose there everywhere measured); out of place
+// stays (fixed: two syncs and two ~2 µs kernel calls per peer lost there in every measurement so far); out of place
 // from kShmStreamBytes the staged path stays too (it streams its output; the probe measures in place).
 #pragma once
 
