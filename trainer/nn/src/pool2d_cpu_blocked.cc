@@ -105,7 +105,8 @@ class BlockedLoopPool2d final : public Pool2dKernels {
   }
 
   // Any window: only positions inside the plane compete (every window has one, as pad <= kernel / 2), scanned in
-  // row-major order; a later position wins only when strictly greater.
+  // row-major order; a later position wins only when strictly greater. A loop over the lanes (GCC 12 does not
+  // vectorise the select of the winner's index here; no built-in model has such a window).
   void max_block(const float* x, float* y, std::int32_t* win) const {
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
@@ -113,7 +114,6 @@ class BlockedLoopPool2d final : public Pool2dKernels {
         const auto first = static_cast<std::int32_t>(c.h0 * in_w_ + c.w0);
         float best[B];
         std::int32_t at[B];
-#pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) {
           best[l] = x[first * B + l];
           at[l] = first;
@@ -121,17 +121,15 @@ class BlockedLoopPool2d final : public Pool2dKernels {
         for (std::int64_t h = c.h0; h < c.h1; ++h)
           for (std::int64_t w = c.w0; w < c.w1; ++w) {
             const auto i = static_cast<std::int32_t>(h * in_w_ + w);
-            const float* __restrict v = x + i * B;
-#pragma omp simd
+            const float* v = x + i * B;
             for (std::int64_t l = 0; l < B; ++l) {
               at[l] = v[l] > best[l] ? i : at[l];
               best[l] = v[l] > best[l] ? v[l] : best[l];
             }
           }
         const std::int64_t o = (oh * out_w_ + ow) * B;
-        for (std::int64_t l = 0; l < B; ++l) y[o + l] = best[l];
-        if (win)
-          for (std::int64_t l = 0; l < B; ++l) win[o + l] = at[l];
+        std::copy(best, best + B, y + o);
+        if (win) std::copy(at, at + B, win + o);
       }
   }
 
@@ -172,11 +170,15 @@ class BlockedLoopPool2d final : public Pool2dKernels {
           float* __restrict c = r1 + 2 * ow * B;
           const auto base = static_cast<std::int32_t>(2 * oh * in_w_ + 2 * ow);
 #pragma omp simd
-          for (std::int64_t l = 0; l < B; ++l) {
-            a[l] = at[l] == base ? g[l] : 0.0f;
-            a[B + l] = at[l] == base + 1 ? g[l] : 0.0f;
-            c[l] = at[l] == base + w32 ? g[l] : 0.0f;
-            c[B + l] = at[l] == base + w32 + 1 ? g[l] : 0.0f;
+          for (std::int64_t l = 0; l < B; ++l) {  // every value computed before the stores: they if-convert
+            const float gl = g[l];
+            const std::int32_t w = at[l];
+            const float v0 = w == base ? gl : 0.0f, v1 = w == base + 1 ? gl : 0.0f;
+            const float v2 = w == base + w32 ? gl : 0.0f, v3 = w == base + w32 + 1 ? gl : 0.0f;
+            a[l] = v0;
+            a[B + l] = v1;
+            c[l] = v2;
+            c[B + l] = v3;
           }
         }
         std::fill(r0 + 2 * out_w_ * B, r0 + in_w_ * B, 0.0f);
