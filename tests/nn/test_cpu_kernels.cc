@@ -64,7 +64,6 @@ TEST(CpuKernels, DescriptionNamesLibraryVersionThreadsAndIsa) {
   const bool avx2 = false;  // the AVX2 build exists only on x86-64 with GCC
 #endif
   EXPECT_NE(d.find(avx2 ? "BatchNorm loops avx2" : "BatchNorm loops baseline"), std::string::npos) << d;
-  EXPECT_NE(d.find(avx2 ? "pooling loops avx2" : "pooling loops baseline"), std::string::npos) << d;
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "batch_norm2d_kernels.h"
-#include "pool2d_kernels.h"
 #include "mirror/nn/device.h"
 
 namespace mirror::nn {
@@ -39,8 +38,7 @@ std::string cpu_kernels_description() {
   const int threads = cpu_threads();
   s << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << runtime << ", " << threads
     << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name() << ", BatchNorm loops "
-    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline") << ", pooling loops "
-    << (detail::pool2d_cpu_uses_avx2() ? "avx2" : "baseline");
+    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline");
   return s.str();
 }
 

@@ -3,18 +3,12 @@
 // Why not oneDNN here: oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 and runs its reference kernel,
 // which took 54% of a keras-cnn training step (perf, batch 64, one thread, AMD EPYC AVX2; docs/benchmarks.md);
 // these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_blocked.cc's
-// loops, which compute the same values lane by lane. This file builds the baseline loops; pool2d_cpu_avx2.cc
-// includes it again for AVX2 (as batch_norm2d_cpu.cc: the target pragma after the headers; no FMA, so every
-// value is the baseline's bit for bit).
+// loops, which compute the same values lane by lane.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "pool2d_kernels.h"
-
-#if defined(MIRROR_POOL_CPU_AVX2)
-#pragma GCC target("avx2")
-#endif
 
 namespace mirror::nn::detail {
 namespace {
@@ -169,11 +163,8 @@ class LoopPool2d final : public Pool2dKernels {
 
 }  // namespace
 
-#if defined(MIRROR_POOL_CPU_AVX2)
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_nchw_avx2(const Pool2dProblem& problem) {
-#else
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_nchw_baseline(const Pool2dProblem& problem) {
-#endif
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem) {
+  if (problem.layout != Layout::kNchw) return make_pool2d_cpu_blocked(problem);
   return std::make_unique<LoopPool2d>(problem);
 }
 

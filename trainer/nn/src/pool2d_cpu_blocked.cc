@@ -5,17 +5,12 @@
 // select. Each output lane does exactly what the NCHW loops do for its channel — the same comparisons in the same
 // order (ties to the first position in row-major order, padding never wins), the same winner (its index in the
 // H×W plane), the same summation order for averages and for dx — so results equal the NCHW path bit for bit
-// (tests/nn: test_nn_pool_layers, test_nn_blocked_layouts). Built here for the baseline and again by
-// pool2d_cpu_blocked_avx2.cc for AVX2 (pool2d_cpu.cc says how).
+// (tests/nn: test_nn_pool_layers, test_nn_blocked_layouts).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "pool2d_kernels.h"
-
-#if defined(MIRROR_POOL_CPU_AVX2)
-#pragma GCC target("avx2")
-#endif
 
 namespace mirror::nn::detail {
 namespace {
@@ -225,11 +220,7 @@ class BlockedLoopPool2d final : public Pool2dKernels {
 
 }  // namespace
 
-#if defined(MIRROR_POOL_CPU_AVX2)
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_avx2(const Pool2dProblem& problem) {
-#else
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_baseline(const Pool2dProblem& problem) {
-#endif
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked(const Pool2dProblem& problem) {
   if (channel_block(problem.layout) == 16) return std::make_unique<BlockedLoopPool2d<16>>(problem);
   return std::make_unique<BlockedLoopPool2d<8>>(problem);
 }

@@ -28,14 +28,9 @@ struct Pool2dProblem {
   Layout layout = Layout::kNchw;  // of x, y, dy and dx (blocked only on the CPU)
 };
 
-// The CPU loops for the problem's layout and this CPU (pool2d_cpu_select.cc): NCHW or blocked, each built twice,
-// baseline and AVX2 (x86-64 with GCC only), the AVX2 build chosen by BatchNorm2d's rule (batch_norm2d_kernels.h).
+// The NCHW loops, or make_pool2d_cpu_blocked's for a blocked layout.
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem);
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_nchw_baseline(const Pool2dProblem& problem);
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_nchw_avx2(const Pool2dProblem& problem);
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_baseline(const Pool2dProblem& problem);
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_avx2(const Pool2dProblem& problem);
-bool pool2d_cpu_uses_avx2();
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked(const Pool2dProblem& problem);
 #if MIRROR_HAVE_CUDA
 std::unique_ptr<Pool2dKernels> make_pool2d_cuda(const Pool2dProblem& problem);
 #endif

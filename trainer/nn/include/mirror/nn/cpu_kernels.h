@@ -11,9 +11,8 @@ namespace mirror::nn {
 // "avx512_core_vnni", "avx512_core_bf16", "avx512_core_amx", or "unknown(0x..)".
 std::string cpu_isa_name();
 
-// "oneDNN 2.6.3 (OpenMP, 1 thread) avx2, BatchNorm loops avx2, pooling loops avx2": Mirror's own BatchNorm2d and
-// pooling loops are built twice and run as AVX2 code when the CPU has it and oneDNN's ISA is AVX2 or better, else
-// as the baseline (SSE2) build.
+// "oneDNN 2.6.3 (OpenMP, 1 thread) avx2, BatchNorm loops avx2": Mirror's own BatchNorm2d loops are built twice and
+// run as AVX2 code when the CPU has it and oneDNN's ISA is AVX2 or better, else as the baseline (SSE2) build.
 std::string cpu_kernels_description();
 
 }  // namespace mirror::nn
