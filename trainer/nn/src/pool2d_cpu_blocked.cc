@@ -1,6 +1,7 @@
 // pool2d_cpu_blocked.cc — Pool2d's CPU kernels (pool2d_kernels.h) over oneDNN's channel-blocked layouts nChw8c /
 // nChw16c (tensor.h: the b channels of a block are the b contiguous lanes of each pixel). Every loop of
-// pool2d_cpu.cc's NCHW kernels runs here with the b lanes innermost (omp simd over whole vectors of b channels):
+// pool2d_cpu.cc's NCHW kernels runs here with the b lanes innermost (omp simd over whole vectors of b channels;
+// the general max window is a plain loop over them):
 // a 2×2 stride-2 max window is the element-wise max of 4 vectors, its winner tracked per lane by compare and
 // select. Each output lane does exactly what the NCHW loops do for its channel — the same comparisons in the same
 // order (ties to the first position in row-major order, padding never wins), the same winner (its index in the
