@@ -5,12 +5,15 @@
 // and test_nn_layers check against plain loops): logits, every gradient and the running statistics, in training
 // and in evaluation; a probe checks that blocked tensors really flowed. A ReLU before a max pooling, absorbed by
 // it (chain_fusion.h), gives bit for bit what the two layers give apart; so does a ReLU after a BatchNorm2d or
-// a residual block, absorbed by it. Also Tensor::set_layout's checks.
+// a residual block, absorbed by it. A cnn-bn-like chain whose pooling layers take the blocked tensors (and give
+// them on to a convolution, or NCHW to flatten) computes bit for bit what it computes with NCHW pooling.
+// Also Tensor::set_layout's checks.
 #include <gtest/gtest.h>
 
 #include "layer_checks.h"
 #include "mirror/error.h"
 #include "mirror/nn/activation.h"
+#include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/batch_norm2d.h"
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/global_avg_pool2d.h"
@@ -186,6 +189,87 @@ TEST(ReluAbsorption, AReluBeforeMaxPoolingIsAbsorbedBitForBit) {
     apart->backward(dl);
     EXPECT_EQ(fast->grads_to_host(), apart->grads_to_host()) << "gradients, step " << step;
   }
+}
+
+// Forwards everything to a pooling layer (an absorbed ReLU included) and records the layout of its input;
+// nchw: takes no blocked tensors, so the model hands the pooling NCHW through a bridge.
+class PoolSpy final : public Layer {
+ public:
+  PoolSpy(std::unique_ptr<Layer> inner, bool nchw) : inner_(std::move(inner)), nchw_(nchw) {}
+  std::string kind() const override { return inner_->kind(); }
+  Shape output_sample_shape(const Shape& s) const override { return inner_->output_sample_shape(s); }
+  bool accepts_blocked() const override { return !nchw_ && inner_->accepts_blocked(); }
+  void set_blocked_output(bool allowed) override { inner_->set_blocked_output(allowed); }
+  bool absorb_preceding_relu() override { return inner_->absorb_preceding_relu(); }
+  const Tensor& forward(const Tensor& x) override {
+    seen = x.layout();
+    inner_->set_training(training());
+    return inner_->forward(x);
+  }
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& ready) override {
+    return inner_->backward(dy, mode, need_dx, ready);
+  }
+  Layout seen = Layout::kNchw;
+
+ private:
+  std::unique_ptr<Layer> inner_;
+  bool nchw_;
+};
+
+// cnn-bn's pattern, three times: conv 1→8 (NCHW out: one input channel), BN, ReLU, max pool 2×2 (NCHW in);
+// conv 8→16 (blocked), BN, ReLU, max pool 2×2 on 7×7 (blocked in, blocked out to the next conv; the last row and
+// column are in no window); conv 16→16, BN, ReLU, average pool 3×3 stride 2 padding 1 (blocked in, NCHW out to
+// flatten); Linear. nchw: the pooling layers take NCHW tensors (the bridges reorder around them).
+std::unique_ptr<Model> cnn_bn_like(bool nchw, std::vector<PoolSpy*>& spies) {
+  const Device cpu{};
+  auto pool = [&](std::unique_ptr<Layer> p) {
+    auto s = std::make_unique<PoolSpy>(std::move(p), nchw);
+    spies.push_back(s.get());
+    return s;
+  };
+  auto conv = [&](std::int64_t in, std::int64_t out) {
+    return std::make_unique<Conv2d>(in, out, 3, 3, 1, 1, 1, 1, false, cpu);
+  };
+  std::vector<NamedLayer> layers;
+  layers.push_back({"conv1", conv(1, 8)});
+  layers.push_back({"bn1", std::make_unique<BatchNorm2d>(8, cpu)});
+  layers.push_back({"relu1", std::make_unique<ReLU>(cpu)});
+  layers.push_back({"pool1", pool(std::make_unique<MaxPool2d>(2, 2, 2, 2, 0, 0, cpu))});
+  layers.push_back({"conv2", conv(8, 16)});
+  layers.push_back({"bn2", std::make_unique<BatchNorm2d>(16, cpu)});
+  layers.push_back({"relu2", std::make_unique<ReLU>(cpu)});
+  layers.push_back({"pool2", pool(std::make_unique<MaxPool2d>(2, 2, 2, 2, 0, 0, cpu))});
+  layers.push_back({"conv3", conv(16, 16)});
+  layers.push_back({"bn3", std::make_unique<BatchNorm2d>(16, cpu)});
+  layers.push_back({"relu3", std::make_unique<ReLU>(cpu)});
+  layers.push_back({"pool3", pool(std::make_unique<AvgPool2d>(3, 3, 2, 2, 1, 1, cpu))});
+  layers.push_back({"flatten", std::make_unique<Flatten>()});
+  layers.push_back({"fc", std::make_unique<Linear>(16 * 2 * 2, 10, cpu)});
+  auto m = std::make_unique<Model>(std::move(layers), Shape{1, 14, 14}, 10, cpu, "cnn-bn-like");
+  m->init_parameters(13);
+  return m;
+}
+
+TEST(BlockedLayouts, PoolingOnBlockedTensorsComputesWhatNchwPoolingDoesBitForBit) {
+  std::vector<PoolSpy*> fast_spies, ref_spies;
+  auto fast = cnn_bn_like(false, fast_spies), ref = cnn_bn_like(true, ref_spies);
+  const Tensor xt = host_tensor(random_vector(5 * 196, 41), {5, 1, 14, 14});
+  const Tensor dl = host_tensor(random_vector(5 * 10, 42), {5, 10});
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    EXPECT_EQ(fast->forward(xt).to_host(), ref->forward(xt).to_host()) << "logits";
+    fast->backward(dl);
+    ref->backward(dl);
+    EXPECT_EQ(fast->grads_to_host(), ref->grads_to_host()) << "gradients";
+    EXPECT_EQ(fast->buffers_to_host(), ref->buffers_to_host()) << "running statistics";
+  }
+  EXPECT_EQ(fast_spies[0]->seen, Layout::kNchw);  // conv1 (one input channel) stays NCHW
+  EXPECT_NE(fast_spies[1]->seen, Layout::kNchw) << "no blocked tensor reached pool2: nothing was tested";
+  EXPECT_NE(fast_spies[2]->seen, Layout::kNchw) << "no blocked tensor reached pool3: nothing was tested";
+  for (const PoolSpy* s : ref_spies) EXPECT_EQ(s->seen, Layout::kNchw);
+  fast->set_training(false);
+  ref->set_training(false);
+  EXPECT_EQ(fast->forward(xt).to_host(), ref->forward(xt).to_host()) << "evaluation logits";
 }
 
 // Forwards everything to `inner` (layouts included) but is no ReLU to the chain, so no layer absorbs it.

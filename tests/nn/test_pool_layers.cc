@@ -1,9 +1,14 @@
 // test_pool_layers.cc — MaxPool2d, AvgPool2d (count_include_pad) and GlobalAvgPool2d against plain loops in
 // double (forward) and central differences of those references (backward), on odd shapes: stride 2 with
 // overlap, padding, non-square windows and images, batch 1, 3/5/7 channels; evaluation forward; bad input.
+// Channel-blocked batches (nChw8c / nChw16c, built by tensor.h's index formula) against the NCHW path bit for
+// bit: y (blocked or NCHW), dx (in x's layout), with ties among the inputs, an absorbed ReLU, and evaluation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
+#include <memory>
+#include <ostream>
 
 #include "layer_checks.h"
 #include "mirror/error.h"
@@ -97,6 +102,97 @@ INSTANTIATE_TEST_SUITE_P(OddShapes, PoolShapes,
                                            PoolCase{3, 7, 5, 8, 3, 2, 1, 2, 1, 1},   // non-square window
                                            PoolCase{2, 3, 7, 7, 2, 2, 2, 2, 0, 0},   // odd size: last row unused
                                            PoolCase{1, 3, 9, 4, 4, 2, 3, 1, 2, 0}));  // pad = kernel / 2
+
+struct BlockedCase {
+  PoolCase k;
+  Layout layout;
+};
+
+void PrintTo(const BlockedCase& b, std::ostream* os) {
+  const PoolCase& k = b.k;
+  *os << to_string(k.x_shape()) << " " << to_string(b.layout) << " kernel " << k.kh << "x" << k.kw << " stride "
+      << k.sh << "x" << k.sw << " padding " << k.ph << "x" << k.pw;
+}
+
+// Values on a coarse grid (-1, -0.75, ..., 1), so that windows hold ties (the first position in row-major order
+// must win, as in the NCHW loops) and zeros (an absorbed ReLU's boundary).
+std::vector<float> tied_values(std::size_t n, unsigned seed) {
+  auto v = random_vector(n, seed);
+  for (float& x : v) x = std::round(x * 4.0f) / 4.0f;
+  return v;
+}
+
+std::unique_ptr<Pool2d> make_pool(const PoolCase& k, bool max) {
+  if (max) return std::make_unique<MaxPool2d>(k.kh, k.kw, k.sh, k.sw, k.ph, k.pw);
+  return std::make_unique<AvgPool2d>(k.kh, k.kw, k.sh, k.sw, k.ph, k.pw);
+}
+
+class BlockedPoolShapes : public ::testing::TestWithParam<BlockedCase> {};
+
+// One layer fed NCHW, one fed the same batch blocked (y blocked when blocked_output, else NCHW): y and dx equal.
+void check_blocked_against_nchw(const BlockedCase& bc, bool max, bool relu, bool blocked_output) {
+  const PoolCase& k = bc.k;
+  SCOPED_TRACE(std::string(max ? "max" : "average") + (relu ? " + relu" : "") +
+               (blocked_output ? ", blocked y" : ", NCHW y") + " " + to_string(bc.layout));
+  auto nchw = make_pool(k, max), blocked = make_pool(k, max);
+  if (relu) {
+    ASSERT_TRUE(nchw->absorb_preceding_relu());
+    ASSERT_TRUE(blocked->absorb_preceding_relu());
+  }
+  blocked->set_blocked_output(blocked_output);
+  nchw->set_blocked_output(blocked_output);  // an NCHW x gives an NCHW y whatever the model allows
+  EXPECT_TRUE(blocked->accepts_blocked());
+  const auto x = tied_values(k.n * k.c * k.h * k.w, 51);
+  const Tensor xt = host_tensor(x, k.x_shape()), xb = testing::blocked_tensor(x, k.x_shape(), bc.layout);
+  const auto r = tied_values(k.n * k.c * k.oh() * k.ow(), 52);
+  const Tensor dyt = host_tensor(r, k.y_shape()), dyb = testing::blocked_tensor(r, k.y_shape(), bc.layout);
+  for (int step = 0; step < 2; ++step) {  // the second step reuses the kernels and buffers
+    const Tensor& want_y = nchw->forward(xt);
+    EXPECT_EQ(want_y.layout(), Layout::kNchw);
+    const Tensor& y = blocked->forward(xb);
+    ASSERT_EQ(y.shape(), k.y_shape());
+    ASSERT_EQ(y.layout(), blocked_output ? bc.layout : Layout::kNchw);
+    ASSERT_EQ(testing::nchw_values(y), want_y.to_host()) << "y, step " << step;
+    const Tensor* want_dx = nchw->backward(dyt, GradMode::kOverwrite, true, {});
+    const Tensor* dx = blocked->backward(blocked_output ? dyb : dyt, GradMode::kOverwrite, true, {});
+    ASSERT_NE(dx, nullptr);
+    ASSERT_EQ(dx->layout(), bc.layout);
+    ASSERT_EQ(testing::nchw_values(*dx), want_dx->to_host()) << "dx, step " << step;
+  }
+  nchw->set_training(false);
+  blocked->set_training(false);
+  const auto want = nchw->forward(xt).to_host();
+  EXPECT_EQ(testing::nchw_values(blocked->forward(xb)), want) << "y (evaluation)";
+}
+
+TEST_P(BlockedPoolShapes, MaxOnBlockedBatchesEqualsTheNchwPathBitForBit) {
+  for (const bool relu : {false, true})
+    for (const bool blocked_output : {false, true}) check_blocked_against_nchw(GetParam(), true, relu, blocked_output);
+}
+
+TEST_P(BlockedPoolShapes, AverageOnBlockedBatchesEqualsTheNchwPathBitForBit) {
+  for (const bool blocked_output : {false, true}) check_blocked_against_nchw(GetParam(), false, false, blocked_output);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OddShapes, BlockedPoolShapes,
+    ::testing::Values(BlockedCase{{2, 16, 7, 9, 2, 2, 2, 2, 0, 0}, Layout::kNChw8c},    // 2×2 / 2, odd: last row, column unused
+                      BlockedCase{{2, 16, 6, 6, 2, 2, 2, 2, 0, 0}, Layout::kNChw16c},   // 2×2 / 2, even
+                      BlockedCase{{1, 32, 7, 7, 2, 2, 2, 2, 0, 0}, Layout::kNChw16c},   // batch 1, two blocks
+                      BlockedCase{{1, 16, 7, 7, 3, 3, 2, 2, 1, 1}, Layout::kNChw8c},    // overlapping, padded
+                      BlockedCase{{2, 16, 9, 5, 3, 3, 2, 2, 1, 1}, Layout::kNChw16c},
+                      BlockedCase{{3, 8, 5, 8, 3, 2, 1, 2, 1, 1}, Layout::kNChw8c},     // non-square window
+                      BlockedCase{{1, 16, 9, 4, 4, 2, 3, 1, 2, 0}, Layout::kNChw8c}));  // pad = kernel / 2
+
+TEST(Pool2dBlocked, RefusesADyInAnotherLayout) {
+  const PoolCase k{2, 8, 4, 4, 2, 2, 2, 2, 0, 0};
+  MaxPool2d pool(2, 2, 2, 2, 0, 0);
+  pool.set_blocked_output(true);
+  const auto x = random_vector(k.n * k.c * k.h * k.w, 61);
+  pool.forward(testing::blocked_tensor(x, k.x_shape(), Layout::kNChw8c));
+  const Tensor dy = host_tensor(random_vector(k.n * k.c * k.oh() * k.ow(), 62), k.y_shape());
+  EXPECT_THROW(pool.backward(dy, GradMode::kOverwrite, true, {}), Error);
+}
 
 TEST(Pool2d, RefusesBadInput) {
   EXPECT_THROW(MaxPool2d(0, 2, 2, 2, 0, 0), Error);

@@ -3,10 +3,13 @@
 //   batchnorm  BatchNorm2d's own loops (what the layer runs, synchronised or not) against oneDNN's
 //              batch_normalization primitive (forward training with scale and shift, then backward);
 //   conv2d     Conv2d with plain NCHW layouts (oneDNN's im2col + GEMM) against blocked layouts (its direct JIT
-//              kernels) with the reorders around them — what ConvLayout::kAuto decides between.
+//              kernels) with the reorders around them — what ConvLayout::kAuto decides between;
+//   maxpool    MaxPool2d 2×2 (with the ReLU it absorbs) on a blocked input, its output reordered to NCHW for
+//              the next layer (what a model runs now), against the bridge before it: the blocked input reordered
+//              to NCHW, NCHW pooling, and dx reordered back (what it ran when pooling took only NCHW).
 // The two sides alternate round after round; each shape prints the best round of each (milliseconds) and the
 // ratio. A benchmark, not a test (docs/compute.md).
-//   mirror-layer-bench [--layer all|batchnorm|conv2d] [--threads 1] [--rounds 7] [--min-ms 30]
+//   mirror-layer-bench [--layer all|batchnorm|conv2d|maxpool] [--threads 1] [--rounds 7] [--min-ms 30]
 #include <CLI/CLI.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -22,6 +25,7 @@
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/max_pool2d.h"
 
 namespace {
 using namespace mirror::nn;
@@ -149,6 +153,73 @@ void run_conv(int rounds, double min_ms) {
   }
 }
 
+// One side of the pooling comparison: x blocked (nChw8c, or nChw16c where oneDNN runs AVX-512), dy NCHW (what
+// flatten hands back). bridged: x and dx go through oneDNN reorders around NCHW pooling.
+struct PoolBench {
+  bool bridged;
+  Layout layout;
+  MaxPool2d layer{2, 2, 2, 2, 0, 0, Device{}};
+  Tensor x, x_plain, dy, dx_blocked;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::reorder to_plain, to_blocked;
+  dnnl::memory x_mem, x_plain_mem, dx_mem, dx_blocked_mem;
+
+  PoolBench(const Shape& s, bool bridged_)
+      : bridged(bridged_), layout(cpu_isa_name().rfind("avx512", 0) == 0 ? Layout::kNChw16c : Layout::kNChw8c),
+        x(s, Device{}), x_plain(s, Device{}), dy({s[0], s[1], s[2] / 2, s[3] / 2}, Device{}), dx_blocked(s, Device{}) {
+    layer.absorb_preceding_relu();
+    std::mt19937 gen(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> h(x.numel());
+    for (auto& v : h) v = dist(gen);
+    x.copy_from_host(h);
+    x.set_layout(layout);
+    dy.copy_from_host(std::vector<float>(h.begin(), h.begin() + dy.numel()));
+    using dnnl::memory;
+    const memory::dims d(s.begin(), s.end());
+    const auto blocked_tag = layout == Layout::kNChw16c ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
+    const memory::desc blocked_md(d, memory::data_type::f32, blocked_tag);
+    const memory::desc plain_md(d, memory::data_type::f32, memory::format_tag::nchw);
+    x_mem = memory(blocked_md, engine, x.data());
+    x_plain_mem = memory(plain_md, engine, x_plain.data());
+    dx_blocked_mem = memory(blocked_md, engine, dx_blocked.data());
+    to_plain = dnnl::reorder(x_mem, x_plain_mem);
+    to_blocked = dnnl::reorder(memory(plain_md, engine), dx_blocked_mem);
+  }
+  void step() {
+    if (!bridged) {
+      layer.forward(x);
+      layer.backward(dy, GradMode::kOverwrite, true, {});
+      return;
+    }
+    to_plain.execute(stream, x_mem, x_plain_mem);
+    stream.wait();
+    layer.forward(x_plain);
+    const Tensor* dx = layer.backward(dy, GradMode::kOverwrite, true, {});
+    dnnl::memory dx_plain(x_plain_mem.get_desc(), engine, const_cast<float*>(dx->data()));
+    to_blocked.execute(stream, dx_plain, dx_blocked_mem);
+    stream.wait();
+  }
+};
+
+void run_max_pool(int rounds, double min_ms) {
+  std::printf("%-22s %14s %14s %8s\n", "maxpool 2x2 N×C×H×W", "bridged ms", "blocked ms", "ratio");
+  const std::vector<Shape> shapes{{64, 64, 14, 14}, {64, 32, 28, 28}, {64, 16, 32, 32}};
+  for (const Shape& s : shapes) {
+    PoolBench bridged(s, true), blocked(s, false);
+    double best_bridged = 1e30, best_blocked = 1e30;
+    for (int r = 0; r < rounds; ++r) {
+      best_bridged = std::min(best_bridged, ms_per_call(min_ms, [&] { bridged.step(); }));
+      best_blocked = std::min(best_blocked, ms_per_call(min_ms, [&] { blocked.step(); }));
+    }
+    char name[64];
+    std::snprintf(name, sizeof name, "%lldx%lldx%lldx%lld", static_cast<long long>(s[0]), static_cast<long long>(s[1]),
+                  static_cast<long long>(s[2]), static_cast<long long>(s[3]));
+    std::printf("%-22s %14.3f %14.3f %8.2f\n", name, best_bridged, best_blocked, best_bridged / best_blocked);
+  }
+}
+
 void run_batch_norm(int rounds, double min_ms) {
   std::printf("%-22s %14s %14s %8s\n", "batchnorm N×C×H×W", "Mirror ms", "oneDNN ms", "ratio");
   const std::vector<Shape> shapes{{64, 32, 28, 28}, {64, 64, 14, 14}, {64, 16, 28, 28}, {64, 32, 14, 14}, {64, 64, 7, 7}};
@@ -173,16 +244,19 @@ int run(const std::string& layer, int threads, int rounds, double min_ms) {
               cpu_kernels_description().c_str());
   if (layer == "all" || layer == "batchnorm") run_batch_norm(rounds, min_ms);
   if (layer == "all" || layer == "conv2d") run_conv(rounds, min_ms);
+  if (layer == "all" || layer == "maxpool") run_max_pool(rounds, min_ms);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"CNN layer choices measured: BatchNorm2d loops vs oneDNN, Conv2d plain vs blocked layouts"};
+  CLI::App app{
+      "CNN layer choices measured: BatchNorm2d loops vs oneDNN, Conv2d plain vs blocked layouts, MaxPool2d on blocked "
+      "inputs vs reorders around NCHW pooling"};
   int threads = 1, rounds = 7;
   std::string layer = "all";
-  app.add_option("--layer", layer, "which comparison")->check(CLI::IsMember({"all", "batchnorm", "conv2d"}));
+  app.add_option("--layer", layer, "which comparison")->check(CLI::IsMember({"all", "batchnorm", "conv2d", "maxpool"}));
   double min_ms = 30;
   app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "alternated rounds per shape (the best round counts)")->check(CLI::PositiveNumber);

@@ -1,12 +1,15 @@
 // pool2d.cc — mirror/nn/pool2d.h: window checks and shapes; the arithmetic is the device's Pool2dKernels
-// (pool2d_kernels.h: loops on the CPU, cuDNN on CUDA), built per input shape and training flag and rebuilt
-// when either changes. A ReLU absorbed by max pooling runs on the pooled output (ops::relu_*).
+// (pool2d_kernels.h: loops on the CPU, cuDNN on CUDA), built per input shape, layout and training flag and
+// rebuilt when one changes. A blocked x (CPU) is pooled in its layout; when y must leave NCHW, the pooled tensor
+// is reordered (layout_bridge.h) and so is dy on its way back. A ReLU absorbed by max pooling runs on the pooled
+// output (ops::relu_*, elementwise, so in whatever layout y has).
 #include "mirror/nn/pool2d.h"
 
 #include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/max_pool2d.h"
 
 #include "backend.h"
+#include "layout_bridge.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
@@ -16,7 +19,8 @@ namespace mirror::nn {
 
 Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
     : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device), pooled_({0}, device),
-      dy_pooled_({0}, device) {
+      dy_pooled_({0}, device), y_to_nchw_(std::make_unique<detail::LayoutConverter>()),
+      dy_to_x_layout_(std::make_unique<detail::LayoutConverter>()) {
   MIRROR_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 && w.pad_w >= 0 &&
                    2 * w.pad_h <= w.kernel_h && 2 * w.pad_w <= w.kernel_w,
                kInvalidArgument,
@@ -36,9 +40,11 @@ Shape Pool2d::output_sample_shape(const Shape& s) const {
   return {s[0], (h - window_.kernel_h) / window_.stride_h + 1, (w - window_.kernel_w) / window_.stride_w + 1};
 }
 
-detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_shape, bool training) {
-  if (kernels_ && kernels_shape_ == x_shape && kernels_training_ == training) return *kernels_;
-  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_};
+detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_shape, Layout layout,
+                                           bool training) {
+  if (kernels_ && kernels_shape_ == x_shape && kernels_layout_ == layout && kernels_training_ == training)
+    return *kernels_;
+  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_, layout};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
 #else
@@ -46,6 +52,7 @@ detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_
   kernels_ = detail::make_pool2d_cpu(problem);
 #endif
   kernels_shape_ = x_shape;
+  kernels_layout_ = layout;
   kernels_training_ = training;
   return *kernels_;
 }
@@ -55,15 +62,20 @@ const Tensor& Pool2d::forward(const Tensor& x) {
                kind() << " needs a batch [N, C, H, W], got " << to_string(x.shape()));
   const Shape out = output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
   const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
-  detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, training());
-  y_.resize(y_shape);
+  detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, x.layout(), training());
+  const bool to_nchw = x.blocked() && !blocked_output_;
+  Tensor& y = to_nchw ? y_x_layout_ : y_;  // y in x's layout
+  y.resize(y_shape);
+  y.set_layout(x.layout());
   if (relu_after_) {
     pooled_.resize(y_shape);
+    pooled_.set_layout(x.layout());
     k.forward(x.data(), pooled_.data());
-    ops::relu_forward(device_, pooled_.data(), y_.data(), y_.numel());
+    ops::relu_forward(device_, pooled_.data(), y.data(), y.numel());
   } else {
-    k.forward(x.data(), y_.data());
+    k.forward(x.data(), y.data());
   }
+  if (to_nchw) y_to_nchw_->run(y, Layout::kNchw, y_);
   x_ = training() ? &x : nullptr;
   return y_;
 }
@@ -77,15 +89,25 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   MIRROR_CHECK(x_ != nullptr, kInternal, kind() << " backward needs a training forward before it");
   MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,
                kind() << " backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
+  MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,
+               kind() << " backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy.layout()));
   if (!need_dx) return nullptr;
-  dx_.resize(x_->shape());
+  const Tensor* g = &dy;  // the pooling's output gradient, then in x's layout
   if (relu_after_) {
     dy_pooled_.resize(dy.shape());
+    dy_pooled_.set_layout(dy.layout());
     ops::relu_backward(device_, y_.data(), dy.data(), dy_pooled_.data(), dy.numel());
-    kernels_->backward(x_->data(), pooled_.data(), dy_pooled_.data(), dx_.data());
-  } else {
-    kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
+    g = &dy_pooled_;
   }
+  if (g->layout() != x_->layout()) {
+    dy_to_x_layout_->run(*g, x_->layout(), dy_x_layout_);
+    g = &dy_x_layout_;
+  }
+  // The pooling's own output, in x's layout (what cuDNN's backward reads; the CPU loops keep their winners).
+  const Tensor& pooled = relu_after_ ? pooled_ : y_.layout() == x_->layout() ? y_ : y_x_layout_;
+  dx_.resize(x_->shape());
+  dx_.set_layout(x_->layout());
+  kernels_->backward(x_->data(), pooled.data(), g->data(), dx_.data());
   return &dx_;
 }
 

@@ -2,7 +2,8 @@
 // planes. Training max pooling keeps each output's winner (its index in the input plane) for backward.
 // Why not oneDNN here: oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 and runs its reference kernel,
 // which took 54% of a keras-cnn training step (perf, batch 64, one thread, AMD EPYC AVX2; docs/benchmarks.md);
-// these loops make that share a few percent, and keep Mirror's tensors NCHW with no reorders.
+// these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_blocked.cc's
+// loops, which compute the same values lane by lane.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -163,6 +164,7 @@ class LoopPool2d final : public Pool2dKernels {
 }  // namespace
 
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem) {
+  if (problem.layout != Layout::kNchw) return make_pool2d_cpu_blocked(problem);
   return std::make_unique<LoopPool2d>(problem);
 }
 

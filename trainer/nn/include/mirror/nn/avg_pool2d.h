@@ -1,6 +1,6 @@
 // mirror/nn/avg_pool2d.h — average pooling over a kh×kw window with count_include_pad = true (PyTorch's
 // nn.AvgPool2d default, floor mode): y = sum of x over the window / (kh·kw), padded positions counting as
-// zeros. Backward spreads dy / (kh·kw) over the window. Runs on oneDNN or cuDNN (pool2d.h, pool2d.cc).
+// zeros. Backward spreads dy / (kh·kw) over the window. CPU loops or cuDNN (pool2d.h, pool2d.cc).
 #pragma once
 
 #include "mirror/nn/pool2d.h"

@@ -1,6 +1,6 @@
 // mirror/nn/max_pool2d.h — max pooling over a kh×kw window (PyTorch's nn.MaxPool2d, floor mode, dilation
 // 1): y[n,c,i,j] = max of x over the window at (i·sh − ph, j·sw − pw); padding never wins. Backward sends each
-// output gradient to the element that won its window. Runs on oneDNN or cuDNN (pool2d.h, pool2d.cc).
+// output gradient to the element that won its window. CPU loops (NCHW or blocked) or cuDNN (pool2d.h, pool2d.cc).
 #pragma once
 
 #include "mirror/nn/pool2d.h"

@@ -1,7 +1,8 @@
 // mirror/nn/pool2d.h — what MaxPool2d and AvgPool2d share: the pooling window (kernel, stride, zero padding
 // per axis, PyTorch's floor mode: output (in + 2·pad − kernel) / stride + 1 rounded down, pad ≤ kernel / 2 as
-// PyTorch requires) and the pooling that runs it: oneDNN on the CPU, cuDNN on CUDA (pool2d.cc). NCHW
-// batches; the channel count passes through. Layers: max_pool2d.h, avg_pool2d.h.
+// PyTorch requires) and the pooling that runs it: loops on the CPU, cuDNN on CUDA (pool2d.cc). NCHW batches, and
+// on the CPU channel-blocked ones too (tensor.h's Layout, computed in that layout); the channel count passes
+// through. Layers: max_pool2d.h, avg_pool2d.h.
 #pragma once
 
 #include <memory>
@@ -11,7 +12,8 @@
 namespace mirror::nn {
 
 namespace detail {
-class Pool2dKernels;  // the device's arithmetic (src/pool2d_kernels.h)
+class Pool2dKernels;    // the device's arithmetic (src/pool2d_kernels.h)
+class LayoutConverter;  // src/layout_bridge.h
 }  // namespace detail
 
 struct Pool2dWindow {
@@ -33,6 +35,9 @@ class Pool2d : public Layer {
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
   // x: [N, C, H, W]. In training, max pooling keeps which element won each window for backward.
   const Tensor& forward(const Tensor& x) override;
+  // Blocked inputs on the CPU, pooled in their layout; y stays in it when the model allows (set_blocked_output),
+  // else is reordered to NCHW (a tensor kh·kw times smaller than x for the usual windows); dx in x's layout.
+  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
   // Max pooling takes over a ReLU before it: y = relu(max(x)), the same values and gradients as max(relu(x))
   // (the winner of a window with a positive maximum is the same; any other window passes no gradient either way).
@@ -46,7 +51,7 @@ class Pool2d : public Layer {
   Pool2d(Pool2dWindow window, PoolMode mode, Device device);
 
  private:
-  detail::Pool2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape, bool training);
+  detail::Pool2dKernels& kernels_for(const Shape& x_shape, const Shape& y_shape, Layout layout, bool training);
 
   Pool2dWindow window_;
   PoolMode mode_;
@@ -54,8 +59,13 @@ class Pool2d : public Layer {
   const Tensor* x_ = nullptr;  // input of the last forward when it was a training forward, else null
   bool relu_after_ = false;    // absorb_preceding_relu: y_ = relu(pooled_)
   Tensor y_, dx_, pooled_, dy_pooled_;
+  // A blocked x whose y goes out NCHW: y in x's layout (y_x_layout_), reordered to y_; dy reordered back to x's
+  // layout (dy_x_layout_).
+  Tensor y_x_layout_, dy_x_layout_;
+  std::unique_ptr<detail::LayoutConverter> y_to_nchw_, dy_to_x_layout_;
   std::unique_ptr<detail::Pool2dKernels> kernels_;
   Shape kernels_shape_;  // what kernels_ were built for
+  Layout kernels_layout_ = Layout::kNchw;
   bool kernels_training_ = false;
 };
 

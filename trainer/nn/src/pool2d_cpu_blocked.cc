@@ -1,0 +1,229 @@
+// pool2d_cpu_blocked.cc — Pool2d's CPU kernels (pool2d_kernels.h) over oneDNN's channel-blocked layouts nChw8c /
+// nChw16c (tensor.h: the b channels of a block are the b contiguous lanes of each pixel). Every loop of
+// pool2d_cpu.cc's NCHW kernels runs here with the b lanes innermost (omp simd over whole vectors of b channels;
+// the general max window is a plain loop over them):
+// a 2×2 stride-2 max window is the element-wise max of 4 vectors, its winner tracked per lane by compare and
+// select. Each output lane does exactly what the NCHW loops do for its channel — the same comparisons in the same
+// order (ties to the first position in row-major order, padding never wins), the same winner (its index in the
+// H×W plane), the same summation order for averages and for dx — so results equal the NCHW path bit for bit
+// (tests/nn: test_nn_pool_layers, test_nn_blocked_layouts).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "pool2d_kernels.h"
+
+namespace mirror::nn::detail {
+namespace {
+
+template <std::int64_t B>
+class BlockedLoopPool2d final : public Pool2dKernels {
+ public:
+  explicit BlockedLoopPool2d(const Pool2dProblem& p)
+      : w_(p.window), mode_(p.mode), blocks_(p.x_shape[0] * p.x_shape[1] / B), in_h_(p.x_shape[2]),
+        in_w_(p.x_shape[3]), out_h_(p.y_shape[2]), out_w_(p.y_shape[3]) {
+    if (p.training && mode_ == PoolMode::kMax) winner_.resize(static_cast<std::size_t>(blocks_ * out_size()));
+  }
+
+  void forward(const float* x, float* y) override {
+    for (std::int64_t k = 0; k < blocks_; ++k) {
+      const float* xb = x + k * in_size();
+      float* yb = y + k * out_size();
+      std::int32_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
+      if (mode_ != PoolMode::kMax)
+        average_block(xb, yb);
+      else if (is_2x2_stride_2())
+        max_block_2x2(xb, yb, win);
+      else
+        max_block(xb, yb, win);
+    }
+  }
+
+  void backward(const float*, const float*, const float* dy, float* dx) override {
+    if (mode_ == PoolMode::kMax && is_2x2_stride_2()) return max_backward_2x2(dy, dx);
+    std::fill(dx, dx + blocks_ * in_size(), 0.0f);
+    for (std::int64_t k = 0; k < blocks_; ++k) {
+      if (mode_ == PoolMode::kMax)
+        max_backward_block(dy + k * out_size(), winner_.data() + k * out_size(), dx + k * in_size());
+      else
+        average_backward_block(dy + k * out_size(), dx + k * in_size());
+    }
+  }
+
+ private:
+  // One output's window clipped to the input plane: rows [h0, h1), columns [w0, w1).
+  struct Clipped {
+    std::int64_t h0, h1, w0, w1;
+  };
+
+  std::int64_t in_size() const { return in_h_ * in_w_ * B; }    // floats of one block of the input
+  std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // and of the output (and of the winners)
+
+  Clipped clip(std::int64_t oh, std::int64_t ow) const {
+    const std::int64_t h = oh * w_.stride_h - w_.pad_h, w = ow * w_.stride_w - w_.pad_w;
+    return {std::max<std::int64_t>(h, 0), std::min(h + w_.kernel_h, in_h_), std::max<std::int64_t>(w, 0),
+            std::min(w + w_.kernel_w, in_w_)};
+  }
+
+  bool is_2x2_stride_2() const {
+    return w_.kernel_h == 2 && w_.kernel_w == 2 && w_.stride_h == 2 && w_.stride_w == 2 && w_.pad_h == 0 &&
+           w_.pad_w == 0;
+  }
+
+  // The 2×2 stride-2 window, no padding: pool2d_cpu.cc's max_plane_2x2 with the b lanes of a pixel as its vector.
+  void max_block_2x2(const float* x, float* y, std::int32_t* win) const {
+    const auto w32 = static_cast<std::int32_t>(in_w_);
+    for (std::int64_t oh = 0; oh < out_h_; ++oh) {
+      const float* r0 = x + 2 * oh * in_w_ * B;
+      const float* r1 = r0 + in_w_ * B;
+      for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+        const float* __restrict a = r0 + 2 * ow * B;
+        const float* __restrict c = r1 + 2 * ow * B;
+        float* __restrict yo = y + (oh * out_w_ + ow) * B;
+        if (!win) {
+#pragma omp simd
+          for (std::int64_t l = 0; l < B; ++l)
+            yo[l] = std::max(std::max(a[l], a[B + l]), std::max(c[l], c[B + l]));
+          continue;
+        }
+        std::int32_t* __restrict wo = win + (oh * out_w_ + ow) * B;
+        const auto base = static_cast<std::int32_t>(2 * oh * in_w_ + 2 * ow);
+#pragma omp simd
+        for (std::int64_t l = 0; l < B; ++l) {
+          float best = a[l];
+          std::int32_t at = base;
+          at = a[B + l] > best ? base + 1 : at;
+          best = a[B + l] > best ? a[B + l] : best;
+          at = c[l] > best ? base + w32 : at;
+          best = c[l] > best ? c[l] : best;
+          at = c[B + l] > best ? base + w32 + 1 : at;
+          best = c[B + l] > best ? c[B + l] : best;
+          yo[l] = best;
+          wo[l] = at;
+        }
+      }
+    }
+  }
+
+  // Any window: only positions inside the plane compete (every window has one, as pad <= kernel / 2), scanned in
+  // row-major order; a later position wins only when strictly greater. A loop over the lanes (GCC 12 does not
+  // vectorise the select of the winner's index here; no built-in model has such a window).
+  void max_block(const float* x, float* y, std::int32_t* win) const {
+    for (std::int64_t oh = 0; oh < out_h_; ++oh)
+      for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+        const Clipped c = clip(oh, ow);
+        const auto first = static_cast<std::int32_t>(c.h0 * in_w_ + c.w0);
+        float best[B];
+        std::int32_t at[B];
+        for (std::int64_t l = 0; l < B; ++l) {
+          best[l] = x[first * B + l];
+          at[l] = first;
+        }
+        for (std::int64_t h = c.h0; h < c.h1; ++h)
+          for (std::int64_t w = c.w0; w < c.w1; ++w) {
+            const auto i = static_cast<std::int32_t>(h * in_w_ + w);
+            const float* v = x + i * B;
+            for (std::int64_t l = 0; l < B; ++l) {
+              at[l] = v[l] > best[l] ? i : at[l];
+              best[l] = v[l] > best[l] ? v[l] : best[l];
+            }
+          }
+        const std::int64_t o = (oh * out_w_ + ow) * B;
+        std::copy(best, best + B, y + o);
+        if (win) std::copy(at, at + B, win + o);
+      }
+  }
+
+  // Sum over the clipped window in row-major order, times 1 / (kh·kw): pool2d_cpu.cc's average_plane per lane.
+  void average_block(const float* x, float* y) const {
+    const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
+    for (std::int64_t oh = 0; oh < out_h_; ++oh)
+      for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+        const Clipped c = clip(oh, ow);
+        float sum[B] = {};
+        for (std::int64_t h = c.h0; h < c.h1; ++h)
+          for (std::int64_t w = c.w0; w < c.w1; ++w) {
+            const float* __restrict v = x + (h * in_w_ + w) * B;
+#pragma omp simd
+            for (std::int64_t l = 0; l < B; ++l) sum[l] += v[l];
+          }
+        float* __restrict yo = y + (oh * out_w_ + ow) * B;
+#pragma omp simd
+        for (std::int64_t l = 0; l < B; ++l) yo[l] = sum[l] * inv;
+      }
+  }
+
+  // 2×2 windows, stride 2: each window's four dx are written once (the winner's lane gets dy, the others 0), and
+  // only the row and column no window reaches (odd sizes) are cleared.
+  void max_backward_2x2(const float* dy, float* dx) const {
+    const auto w32 = static_cast<std::int32_t>(in_w_);
+    for (std::int64_t k = 0; k < blocks_; ++k) {
+      const float* dyb = dy + k * out_size();
+      const std::int32_t* wb = winner_.data() + k * out_size();
+      float* dxb = dx + k * in_size();
+      for (std::int64_t oh = 0; oh < out_h_; ++oh) {
+        float* r0 = dxb + 2 * oh * in_w_ * B;
+        float* r1 = r0 + in_w_ * B;
+        for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+          const float* __restrict g = dyb + (oh * out_w_ + ow) * B;
+          const std::int32_t* __restrict at = wb + (oh * out_w_ + ow) * B;
+          float* __restrict a = r0 + 2 * ow * B;
+          float* __restrict c = r1 + 2 * ow * B;
+          const auto base = static_cast<std::int32_t>(2 * oh * in_w_ + 2 * ow);
+#pragma omp simd
+          for (std::int64_t l = 0; l < B; ++l) {  // every value computed before the stores: they if-convert
+            const float gl = g[l];
+            const std::int32_t w = at[l];
+            const float v0 = w == base ? gl : 0.0f, v1 = w == base + 1 ? gl : 0.0f;
+            const float v2 = w == base + w32 ? gl : 0.0f, v3 = w == base + w32 + 1 ? gl : 0.0f;
+            a[l] = v0;
+            a[B + l] = v1;
+            c[l] = v2;
+            c[B + l] = v3;
+          }
+        }
+        std::fill(r0 + 2 * out_w_ * B, r0 + in_w_ * B, 0.0f);
+        std::fill(r1 + 2 * out_w_ * B, r1 + in_w_ * B, 0.0f);
+      }
+      std::fill(dxb + 2 * out_h_ * in_w_ * B, dxb + in_size(), 0.0f);
+    }
+  }
+
+  // dx (zeroed) += each output's dy at its winner, outputs in order: per channel the NCHW loop's additions.
+  void max_backward_block(const float* dy, const std::int32_t* win, float* dx) const {
+    for (std::int64_t o = 0; o < out_h_ * out_w_ * B; o += B)
+      for (std::int64_t l = 0; l < B; ++l) dx[win[o + l] * B + l] += dy[o + l];
+  }
+
+  // dx (zeroed) += dy / (kh·kw) over each clipped window, windows and positions in the NCHW loop's order.
+  void average_backward_block(const float* dy, float* dx) const {
+    const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
+    for (std::int64_t oh = 0; oh < out_h_; ++oh)
+      for (std::int64_t ow = 0; ow < out_w_; ++ow) {
+        const Clipped c = clip(oh, ow);
+        float g[B];
+#pragma omp simd
+        for (std::int64_t l = 0; l < B; ++l) g[l] = dy[(oh * out_w_ + ow) * B + l] * inv;
+        for (std::int64_t h = c.h0; h < c.h1; ++h)
+          for (std::int64_t w = c.w0; w < c.w1; ++w) {
+            float* __restrict d = dx + (h * in_w_ + w) * B;
+#pragma omp simd
+            for (std::int64_t l = 0; l < B; ++l) d[l] += g[l];
+          }
+      }
+  }
+
+  Pool2dWindow w_;
+  PoolMode mode_;
+  std::int64_t blocks_, in_h_, in_w_, out_h_, out_w_;
+  std::vector<std::int32_t> winner_;  // training max pooling: per output lane, its winner's index in the H×W plane
+};
+
+}  // namespace
+
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked(const Pool2dProblem& problem) {
+  if (channel_block(problem.layout) == 16) return std::make_unique<BlockedLoopPool2d<16>>(problem);
+  return std::make_unique<BlockedLoopPool2d<8>>(problem);
+}
+
+}  // namespace mirror::nn::detail
