@@ -13,11 +13,6 @@
 namespace mirror::nn::detail {
 namespace {
 
-// One output's window clipped to the input plane: rows [h0, h1), columns [w0, w1).
-struct Clipped {
-  std::int64_t h0, h1, w0, w1;
-};
-
 class LoopPool2d final : public Pool2dKernels {
  public:
   explicit LoopPool2d(const Pool2dProblem& p)
@@ -52,7 +47,7 @@ class LoopPool2d final : public Pool2dKernels {
       }
       for (std::int64_t oh = 0; oh < out_h_; ++oh)
         for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-          const Clipped c = clip(oh, ow);
+          const ClippedWindow c = clip(oh, ow);
           const float g = dyp[oh * out_w_ + ow] * inv;
           for (std::int64_t h = c.h0; h < c.h1; ++h)
             for (std::int64_t w = c.w0; w < c.w1; ++w) dxp[h * in_w_ + w] += g;
@@ -61,18 +56,11 @@ class LoopPool2d final : public Pool2dKernels {
   }
 
  private:
-  Clipped clip(std::int64_t oh, std::int64_t ow) const {
-    const std::int64_t h = oh * w_.stride_h - w_.pad_h, w = ow * w_.stride_w - w_.pad_w;
-    return {std::max<std::int64_t>(h, 0), std::min(h + w_.kernel_h, in_h_), std::max<std::int64_t>(w, 0),
-            std::min(w + w_.kernel_w, in_w_)};
-  }
+  ClippedWindow clip(std::int64_t oh, std::int64_t ow) const { return clip_window(w_, oh, ow, in_h_, in_w_); }
 
   // Padding never wins: only positions inside the plane compete (every window has one, as pad <= kernel / 2).
   // Ties go to the first position in row-major order.
-  bool is_2x2_stride_2() const {
-    return w_.kernel_h == 2 && w_.kernel_w == 2 && w_.stride_h == 2 && w_.stride_w == 2 && w_.pad_h == 0 &&
-           w_.pad_w == 0;
-  }
+  bool is_2x2_stride_2() const { return detail::is_2x2_stride_2(w_); }
 
   // 2×2 windows, stride 2: they do not overlap, so each window's four dx are written once (winner dy, the
   // rest 0) and only the row and column no window reaches (odd sizes) are cleared: no pass to zero dx first.
@@ -99,7 +87,7 @@ class LoopPool2d final : public Pool2dKernels {
     if (is_2x2_stride_2()) return max_plane_2x2(x, y, win);
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const Clipped c = clip(oh, ow);
+        const ClippedWindow c = clip(oh, ow);
         std::int64_t best = c.h0 * in_w_ + c.w0;
         for (std::int64_t h = c.h0; h < c.h1; ++h)
           for (std::int64_t w = c.w0; w < c.w1; ++w)
@@ -146,7 +134,7 @@ class LoopPool2d final : public Pool2dKernels {
     const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const Clipped c = clip(oh, ow);
+        const ClippedWindow c = clip(oh, ow);
         float sum = 0.0f;
         for (std::int64_t h = c.h0; h < c.h1; ++h)
           for (std::int64_t w = c.w0; w < c.w1; ++w) sum += x[h * in_w_ + w];

@@ -51,24 +51,12 @@ class BlockedLoopPool2d final : public Pool2dKernels {
   }
 
  private:
-  // One output's window clipped to the input plane: rows [h0, h1), columns [w0, w1).
-  struct Clipped {
-    std::int64_t h0, h1, w0, w1;
-  };
-
   std::int64_t in_size() const { return in_h_ * in_w_ * B; }    // floats of one block of the input
   std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // and of the output (and of the winners)
 
-  Clipped clip(std::int64_t oh, std::int64_t ow) const {
-    const std::int64_t h = oh * w_.stride_h - w_.pad_h, w = ow * w_.stride_w - w_.pad_w;
-    return {std::max<std::int64_t>(h, 0), std::min(h + w_.kernel_h, in_h_), std::max<std::int64_t>(w, 0),
-            std::min(w + w_.kernel_w, in_w_)};
-  }
+  ClippedWindow clip(std::int64_t oh, std::int64_t ow) const { return clip_window(w_, oh, ow, in_h_, in_w_); }
 
-  bool is_2x2_stride_2() const {
-    return w_.kernel_h == 2 && w_.kernel_w == 2 && w_.stride_h == 2 && w_.stride_w == 2 && w_.pad_h == 0 &&
-           w_.pad_w == 0;
-  }
+  bool is_2x2_stride_2() const { return detail::is_2x2_stride_2(w_); }
 
   // The 2×2 stride-2 window, no padding: pool2d_cpu.cc's max_plane_2x2 with the b lanes of a pixel as its vector.
   void max_block_2x2(const float* x, float* y, std::int32_t* win) const {
@@ -111,7 +99,7 @@ class BlockedLoopPool2d final : public Pool2dKernels {
   void max_block(const float* x, float* y, std::int32_t* win) const {
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const Clipped c = clip(oh, ow);
+        const ClippedWindow c = clip(oh, ow);
         const auto first = static_cast<std::int32_t>(c.h0 * in_w_ + c.w0);
         float best[B];
         std::int32_t at[B];
@@ -139,7 +127,7 @@ class BlockedLoopPool2d final : public Pool2dKernels {
     const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const Clipped c = clip(oh, ow);
+        const ClippedWindow c = clip(oh, ow);
         float sum[B] = {};
         for (std::int64_t h = c.h0; h < c.h1; ++h)
           for (std::int64_t w = c.w0; w < c.w1; ++w) {
@@ -200,7 +188,7 @@ class BlockedLoopPool2d final : public Pool2dKernels {
     const float inv = 1.0f / static_cast<float>(w_.kernel_h * w_.kernel_w);
     for (std::int64_t oh = 0; oh < out_h_; ++oh)
       for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const Clipped c = clip(oh, ow);
+        const ClippedWindow c = clip(oh, ow);
         float g[B];
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) g[l] = dy[(oh * out_w_ + ow) * B + l] * inv;

@@ -4,11 +4,31 @@
 // layer's logic. Pointers are memory of the device.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include "mirror/nn/pool2d.h"
 
 namespace mirror::nn::detail {
+
+// One output's window clipped to the input plane (in_h × in_w): rows [h0, h1), columns [w0, w1). Shared by
+// the NCHW and the blocked loops, so both visit the same positions in the same order.
+struct ClippedWindow {
+  std::int64_t h0, h1, w0, w1;
+};
+
+inline ClippedWindow clip_window(const Pool2dWindow& w, std::int64_t oh, std::int64_t ow, std::int64_t in_h,
+                                 std::int64_t in_w) {
+  const std::int64_t h = oh * w.stride_h - w.pad_h, c = ow * w.stride_w - w.pad_w;
+  return {std::max<std::int64_t>(h, 0), std::min(h + w.kernel_h, in_h), std::max<std::int64_t>(c, 0),
+          std::min(c + w.kernel_w, in_w)};
+}
+
+// The common 2×2 window, stride 2, no padding: non-overlapping windows, with branch-free loops on both layouts.
+inline bool is_2x2_stride_2(const Pool2dWindow& w) {
+  return w.kernel_h == 2 && w.kernel_w == 2 && w.stride_h == 2 && w.stride_w == 2 && w.pad_h == 0 && w.pad_w == 0;
+}
 
 class Pool2dKernels {
  public:
