@@ -169,7 +169,7 @@ start_trainer() {
   grep -q "steps per epoch" "$TMP/out" || fail "trainer did not start: $(cat "$TMP/out")"
   sleep 1
   victim=$(rank_pid 1)
-  [ -n "$victim" ] || fail "no trainer process of rank 1 found"
+  [ -n "$victim" ] || fail "no trainer process of rank 1 found 1 s after training started (did the job end early?): $(cat "$TMP/out")"
 }
 finish_trainer() {  # waits for the job; sets rc, out, t_end
   rc=0; wait "$job" || rc=$?
