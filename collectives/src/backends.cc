@@ -100,14 +100,16 @@ ShmCopyProbe shm_copy_probe(const Communicator& comm) {
   probe.injected = source == 2;
   probe.cost_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[1])) / 1000.0;
   const std::uint64_t single_bands = statistic(comm, kCopyProbeStatistics[2]);
-  for (int i = 0; i < detail::kCopyProbeSizes; ++i) {
+  for (int k = 0; k < detail::kCopyProbeFigures; ++k) {
+    const int i = k % detail::kCopyProbeSizes;
     ShmCopyProbeFigure f;
     f.bytes = detail::kCopyProbeBytes[i];
-    f.staged_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[3 + 2 * i])) / 1000.0;
-    f.single_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[4 + 2 * i])) / 1000.0;
+    f.in_place = k < detail::kCopyProbeSizes;
+    f.staged_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[3 + 2 * k])) / 1000.0;
+    f.single_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[4 + 2 * k])) / 1000.0;
     f.band_lo = kCopyBandLow[i];
     f.band_hi = i + 1 < detail::kCopyProbeSizes ? kCopyBandLow[i + 1] : 0;
-    f.single = (single_bands >> i & 1u) != 0;
+    f.single = (single_bands >> k & 1u) != 0;
     probe.figures.push_back(f);
   }
   return probe;

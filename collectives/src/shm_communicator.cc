@@ -121,13 +121,13 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     synced = true;
     probe_copy_paths(call, ctx);
   }
-  // Single copy (ordinary buffers, shm_single.cc) where the mode and size say so; large auto allreduces
-  // agree after a first sync whether every rank is in place (otherwise the staged path, one sync later).
+  // Single copy (ordinary buffers, shm_single.cc) where the mode and size say so; where the path depends on
+  // the call's shape, the ranks agree after a first sync whether every rank is in place.
   if (single_copy(call)) return allreduce_single(call, ctx, synced);
-  if (single_if_in_place(call)) {
+  if (path_depends_on_shape(call)) {
     if (!synced) step(call, ctx);
-    if (every_rank_in_place(call)) return allreduce_single(call, ctx, true);
-    return allreduce_staged(call, ctx);
+    if (single_for_shape(call, every_rank_in_place(call))) return allreduce_single(call, ctx, true);
+    return staged_allreduce(call, ctx);
   }
   if (direct_tried) return allreduce_staged(call, ctx);
   staged_allreduce(call, ctx);

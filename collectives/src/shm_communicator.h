@@ -184,18 +184,23 @@ class ShmCommunicator final : public QueuedCommunicator {
   // After `at`'s first sync: times both allreduce paths (or takes the injected figures), shares the
   // slowest rank's figures with the transport's small allreduce and sets copy_bands_ alike on every rank.
   void probe_copy_paths(const CollectiveCall& at, const OpContext& ctx);
-  // Times both paths at every probed size; `seq`: the last call number used, advanced per call.
+  // Times both paths at every probed size, in place and out of place; `seq`: the last call number used,
+  // advanced per call.
   CopyProbeTimes measure_copy_paths(std::uint64_t& seq, const OpContext& ctx);
   CopyProbeTimes injected_copy_times() const;
-  // One probe allreduce (in place, float32 sum, call number `seq`) by one path; its time on this rank.
-  std::chrono::nanoseconds time_allreduce(bool single, float* buffer, std::size_t count, std::uint64_t seq,
-                                          const OpContext& ctx);
+  // One probe allreduce (float32 sum of `input` into `output`, in place when they are the same; call number
+  // `seq`) by one path; its time on this rank.
+  std::chrono::nanoseconds time_allreduce(bool single, const float* input, float* output, std::size_t count,
+                                          std::uint64_t seq, const OpContext& ctx);
   // Single-copy paths (shm_single.cc). Whether `call` takes one: the same on every rank (it depends on
   // the mode, the agreed probe, the rank count and the call, all shared).
   bool single_copy(const CollectiveCall& call) const;
-  // kAuto allreduces from kShmStreamBytes on: single copy only if every rank's call is in place, which
-  // is known after the first sync (every_rank_in_place).
-  bool single_if_in_place(const CollectiveCall& call) const;
+  // kAuto allreduces whose path depends on whether every rank's call is in place, which is known after the
+  // first sync (every_rank_in_place): with the fixed bands from kShmStreamBytes on (single copy only in
+  // place); probed, in the bands where the in-place and out-of-place figures chose differently.
+  bool path_depends_on_shape(const CollectiveCall& call) const;
+  // For such a call: whether it takes single copy, given whether every rank is in place.
+  bool single_for_shape(const CollectiveCall& call, bool every_rank_in_place) const;
   bool every_rank_in_place(const CollectiveCall& call) const;
   // Every rank's published addresses for `call`, after its first sync; throws (on every rank alike)
   // when some rank's byte count differs, before any rank touches another's memory.

@@ -20,7 +20,7 @@ std::vector<const char*> with_copy_probe_statistics(std::vector<const char*> nam
 
 CopyBands::CopyBands(const CopyProbeTimes& shared, Source source, std::uint64_t cost_ns)
     : times_(shared), source_(source), cost_ns_(cost_ns) {
-  for (int i = 0; i < kCopyProbeSizes; ++i)
+  for (int i = 0; i < kCopyProbeFigures; ++i)
     if (times_.single_ns[i] < times_.staged_ns[i]) single_bands_ |= 1u << i;
 }
 
@@ -36,7 +36,7 @@ std::array<std::uint64_t, kCopyProbeStatistics.size()> CopyBands::statistic_valu
   v[0] = static_cast<std::uint64_t>(source_);
   v[1] = cost_ns_;
   v[2] = single_bands_;
-  for (int i = 0; i < kCopyProbeSizes; ++i) {
+  for (int i = 0; i < kCopyProbeFigures; ++i) {
     v[3 + 2 * i] = times_.staged_ns[i];
     v[4 + 2 * i] = times_.single_ns[i];
   }
@@ -45,14 +45,18 @@ std::array<std::uint64_t, kCopyProbeStatistics.size()> CopyBands::statistic_valu
 
 void check_copy_probe_figures(const std::vector<ShmCopyProbeFigure>& figures) {
   if (figures.empty()) return;
-  MIRROR_CHECK(figures.size() == kCopyProbeSizes, kInvalidArgument,
-               "CommOptions::shm_copy_probe_figures_for_testing has " << figures.size() << " figures; expected "
-                                                                      << kCopyProbeSizes << " (one per probed size)");
-  for (int i = 0; i < kCopyProbeSizes; ++i) {
+  MIRROR_CHECK(figures.size() == kCopyProbeFigures, kInvalidArgument,
+               "CommOptions::shm_copy_probe_figures_for_testing has "
+                   << figures.size() << " figures; expected " << kCopyProbeFigures
+                   << " (one per probed size in place, then one per probed size out of place)");
+  for (int i = 0; i < kCopyProbeFigures; ++i) {
     const ShmCopyProbeFigure& f = figures[i];
-    MIRROR_CHECK(f.bytes == kCopyProbeBytes[i], kInvalidArgument,
-                 "CommOptions::shm_copy_probe_figures_for_testing[" << i << "] is for " << f.bytes
-                                                                    << " bytes; expected " << kCopyProbeBytes[i]);
+    const bool in_place = i < kCopyProbeSizes;
+    const std::size_t bytes = kCopyProbeBytes[i % kCopyProbeSizes];
+    MIRROR_CHECK(f.bytes == bytes && f.in_place == in_place, kInvalidArgument,
+                 "CommOptions::shm_copy_probe_figures_for_testing[" << i << "] is for " << f.bytes << " bytes "
+                     << (f.in_place ? "in place" : "out of place") << "; expected " << bytes << " bytes "
+                     << (in_place ? "in place" : "out of place"));
     MIRROR_CHECK(std::isfinite(f.staged_us) && std::isfinite(f.single_us) && f.staged_us >= 0 && f.single_us >= 0,
                  kInvalidArgument,
                  "CommOptions::shm_copy_probe_figures_for_testing[" << i << "]: times must be finite and >= 0 (got "
@@ -85,9 +89,9 @@ void ShmCommunicator::probe_copy_paths(const CollectiveCall& at, const OpContext
   const bool injected = !options_.shm_copy_probe_figures_for_testing.empty();
   const CopyProbeTimes mine = injected ? injected_copy_times() : measure_copy_paths(seq, ctx);
   // Every rank takes the slowest rank's figures (the transport's single-sync allreduce, max).
-  std::array<std::uint64_t, 2 * kCopyProbeSizes> local{}, shared{};
+  std::array<std::uint64_t, 2 * kCopyProbeFigures> local{}, shared{};
   std::copy(mine.staged_ns.begin(), mine.staged_ns.end(), local.begin());
-  std::copy(mine.single_ns.begin(), mine.single_ns.end(), local.begin() + kCopyProbeSizes);
+  std::copy(mine.single_ns.begin(), mine.single_ns.end(), local.begin() + kCopyProbeFigures);
   CollectiveCall share;
   share.kind = CallKind::kAllreduce;
   share.send = local.data();
@@ -110,8 +114,8 @@ void ShmCommunicator::probe_copy_paths(const CollectiveCall& at, const OpContext
   // last call must name `at`, not the probe's last.
   control_.publish_in_both_lines(at);
   CopyProbeTimes all;
-  std::copy(shared.begin(), shared.begin() + kCopyProbeSizes, all.staged_ns.begin());
-  std::copy(shared.begin() + kCopyProbeSizes, shared.end(), all.single_ns.begin());
+  std::copy(shared.begin(), shared.begin() + kCopyProbeFigures, all.staged_ns.begin());
+  std::copy(shared.begin() + kCopyProbeFigures, shared.end(), all.single_ns.begin());
   staging_ = staging;
   single_calls_ = single_calls;
   const auto cost = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
@@ -122,7 +126,7 @@ void ShmCommunicator::probe_copy_paths(const CollectiveCall& at, const OpContext
 CopyProbeTimes ShmCommunicator::injected_copy_times() const {
   CopyProbeTimes t;
   const auto& figures = options_.shm_copy_probe_figures_for_testing;
-  for (int i = 0; i < kCopyProbeSizes; ++i) {
+  for (int i = 0; i < kCopyProbeFigures; ++i) {
     t.staged_ns[i] = static_cast<std::uint64_t>(std::llround(figures[i].staged_us * 1000.0));
     t.single_ns[i] = static_cast<std::uint64_t>(std::llround(figures[i].single_us * 1000.0));
   }
@@ -130,9 +134,9 @@ CopyProbeTimes ShmCommunicator::injected_copy_times() const {
 }
 
 CopyProbeTimes ShmCommunicator::measure_copy_paths(std::uint64_t& seq, const OpContext& ctx) {
-  // One private, ordinary, zeroed buffer (its pages are touched here, before any timing): float32 sums
-  // of zeros in place stay zeros, so every repetition does the same work.
-  std::vector<float> buffer(kCopyProbeBytes.back() / sizeof(float), 0.0f);
+  // Private, ordinary, zeroed buffers (their pages are touched here, before any timing): float32 sums of
+  // zeros stay zeros, so every repetition does the same work; out of place reads `input`, writes `output`.
+  std::vector<float> input(kCopyProbeBytes.back() / sizeof(float), 0.0f), output(input.size(), 0.0f);
   CopyProbeTimes best;
   best.staged_ns.fill(std::numeric_limits<std::uint64_t>::max());
   best.single_ns.fill(std::numeric_limits<std::uint64_t>::max());
@@ -140,25 +144,29 @@ CopyProbeTimes ShmCommunicator::measure_copy_paths(std::uint64_t& seq, const OpC
   for (int rep = 0; rep < rounds; ++rep) {
     for (int i = 0; i < kCopyProbeSizes; ++i) {
       if (rep >= kCopyProbeRepeats[i]) continue;
-      // The two paths alternate which goes first, from one size and one repetition to the next.
-      for (int k = 0; k < 2; ++k) {
-        const bool single = (k == 0) == ((rep + i) % 2 == 0);
-        const auto ns = static_cast<std::uint64_t>(
-            time_allreduce(single, buffer.data(), kCopyProbeBytes[i] / sizeof(float), ++seq, ctx).count());
-        auto& slot = single ? best.single_ns[i] : best.staged_ns[i];
-        slot = std::min(slot, ns);
+      for (const bool in_place : {true, false}) {
+        // The two paths alternate which goes first, from one size and one repetition to the next.
+        for (int k = 0; k < 2; ++k) {
+          const bool single = (k == 0) == ((rep + i) % 2 == 0);
+          const auto ns = static_cast<std::uint64_t>(
+              time_allreduce(single, input.data(), in_place ? input.data() : output.data(),
+                             kCopyProbeBytes[i] / sizeof(float), ++seq, ctx)
+                  .count());
+          auto& slot = single ? best.single_ns[figure_index(i, in_place)] : best.staged_ns[figure_index(i, in_place)];
+          slot = std::min(slot, ns);
+        }
       }
     }
   }
   return best;
 }
 
-std::chrono::nanoseconds ShmCommunicator::time_allreduce(bool single, float* buffer, std::size_t count,
-                                                         std::uint64_t seq, const OpContext& ctx) {
+std::chrono::nanoseconds ShmCommunicator::time_allreduce(bool single, const float* input, float* output,
+                                                         std::size_t count, std::uint64_t seq, const OpContext& ctx) {
   CollectiveCall call;
   call.kind = CallKind::kAllreduce;
-  call.send = buffer;
-  call.recv = buffer;
+  call.send = input;
+  call.recv = output;
   call.count = count;
   call.type = DataType::kFloat32;
   call.op = ReduceOp::kSum;

@@ -83,11 +83,11 @@ bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   if (options_.shm_copy == ShmCopy::kSingle) return true;
   const auto [lo, hi] = single_band(call.kind);
   const std::size_t bytes = call.total_bytes(size_);
-  // Probed (shm_copy_probe.h): the allreduce's band takes the path measured faster; from kShmStreamBytes
-  // on, single_if_in_place decides.
+  // Probed (shm_copy_probe.h): the allreduce's band takes the path measured faster where both shapes chose
+  // alike; where they differ, path_depends_on_shape decides after the first sync.
   if (call.kind == CallKind::kAllreduce && copy_bands_.probed()) {
     const int band = CopyBands::band_of(bytes);
-    return band >= 0 && bytes < kShmStreamBytes && copy_bands_.single(band);
+    return band >= 0 && copy_bands_.single(band, true) && copy_bands_.single(band, false);
   }
   // Fixed bands. More than 2 ranks: not where the staged allreduce needs a single sync (single copy needs two, and
   // with more ranks than cores every sync may wait for a descheduled rank: measured 0.6x at 64 KiB).
@@ -96,13 +96,19 @@ bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   return bytes >= lo && bytes < hi;
 }
 
-bool ShmCommunicator::single_if_in_place(const CollectiveCall& call) const {
+bool ShmCommunicator::path_depends_on_shape(const CollectiveCall& call) const {
   const std::size_t bytes = call.total_bytes(size_);
   if (options_.shm_copy != ShmCopy::kAuto || !cross_.permitted() || size_ < 2 || call.kind != CallKind::kAllreduce ||
-      bytes < kShmStreamBytes)
+      call.count == 0)
     return false;
-  // Probed: only where single copy was faster (in place) in the band; fixed bands: always.
-  return !copy_bands_.probed() || copy_bands_.single(CopyBands::band_of(bytes));
+  if (!copy_bands_.probed()) return bytes >= kShmStreamBytes;
+  const int band = CopyBands::band_of(bytes);
+  return band >= 0 && copy_bands_.single(band, true) != copy_bands_.single(band, false);
+}
+
+bool ShmCommunicator::single_for_shape(const CollectiveCall& call, bool every_rank_in_place) const {
+  if (!copy_bands_.probed()) return every_rank_in_place;
+  return copy_bands_.single(CopyBands::band_of(call.total_bytes(size_)), every_rank_in_place);
 }
 
 bool ShmCommunicator::every_rank_in_place(const CollectiveCall& call) const {

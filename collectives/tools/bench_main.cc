@@ -112,21 +112,23 @@ void print_copy_probe(const BenchOptions& o, const mirror::coll::ShmCopyProbe& p
                                                                       "or cross-memory attach not permitted");
     return;
   }
-  std::printf("# shm copy probe (%s, in-place float32 allreduce, slowest rank's best run; cost %.1f ms on rank 0):",
+  std::printf("# shm copy probe (%s, float32 allreduce, slowest rank's best run; cost %.1f ms on rank 0):",
               probe.injected ? "figures injected by the test seam" : "measured", probe.cost_us / 1000.0);
-  for (const auto& f : probe.figures) {
+  for (std::size_t k = 0; k < probe.figures.size(); ++k) {
+    const auto& f = probe.figures[k];
+    if (k == 0 || f.in_place != probe.figures[k - 1].in_place) std::printf(" %s:", f.in_place ? "in place" : "out of place");
     std::printf(" %s staged %.1f single %.1f us -> %s in [%s, %s);", size_name(f.bytes).c_str(), f.staged_us,
                 f.single_us, f.single ? "single" : "staged", size_name(f.band_lo).c_str(),
                 f.band_hi ? size_name(f.band_hi).c_str() : "...");
   }
-  std::printf(" (out of place from 16M: staged)\n");
+  std::printf("\n");
 }
 
 nlohmann::json copy_probe_json(const mirror::coll::ShmCopyProbe& probe) {
   if (probe.figures.empty()) return nullptr;
   nlohmann::json figures = nlohmann::json::array();
   for (const auto& f : probe.figures) {
-    figures.push_back({{"bytes", f.bytes}, {"staged_us", f.staged_us}, {"single_us", f.single_us},
+    figures.push_back({{"bytes", f.bytes}, {"in_place", f.in_place}, {"staged_us", f.staged_us}, {"single_us", f.single_us},
                        {"band_lo", f.band_lo}, {"band_hi", f.band_hi ? nlohmann::json(f.band_hi) : nlohmann::json(nullptr)},
                        {"path", f.single ? "single" : "staged"}});
   }

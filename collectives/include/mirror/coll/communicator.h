@@ -110,6 +110,7 @@ ShmCopy parse_shm_copy(std::string_view name);  // "auto" | "staged" | "single"
 // the call bytes [band_lo, band_hi) that follow its winner (band_hi 0: no end).
 struct ShmCopyProbeFigure {
   std::uint64_t bytes = 0;
+  bool in_place = true;  // timed in place (send == recv) or out of place; each shape has its own bands
   double staged_us = 0, single_us = 0;
   std::uint64_t band_lo = 0, band_hi = 0;
   bool single = false;  // the band takes single copy
@@ -132,8 +133,9 @@ struct CommOptions {
   // shm (and the shared-memory part of hierarchical): staged or single-copy transfers of ordinary
   // buffers (see ShmCopy). All ranks must agree on it.
   ShmCopy shm_copy = ShmCopy::kAuto;
-  // shm, ShmCopy::kAuto: choose staged or single copy per size band from a probe that times both paths at
-  // the first ordinary allreduce of at least 32 KiB (every rank; docs/collectives-shm.md); false: the
+  // shm, ShmCopy::kAuto: choose staged or single copy per size band and call shape (in place or not) from a
+  // probe that times both paths in both shapes at the first ordinary allreduce of at least 32 KiB (every
+  // rank; docs/collectives-shm.md); false: the
   // fixed bands of shm_communicator.h. The programs' --shm-copy-probe on|off. All ranks must agree on it.
   bool shm_copy_probe = true;
   // Every backend: check that all ranks issue the same collective (op, dtype, count, reduction, root,
@@ -148,9 +150,10 @@ struct CommOptions {
   // TEST SEAM: this rank's start-up probe of cross-memory attach reports it refused (as EPERM would), so
   // the fallback to staged transfers can be tested where the OS permits it. false: the real probe.
   bool shm_copy_refused_for_testing = false;
-  // TEST SEAM: when not empty, this rank's copy-path probe takes these figures (bytes, staged_us,
-  // single_us; one per probed size, in order: 64 KiB, 1 MiB, 4 MiB, 16 MiB) instead of timing; they are
-  // shared (maximum over ranks) and decide the bands as measured ones would.
+  // TEST SEAM: when not empty, this rank's copy-path probe takes these figures (bytes, in_place, staged_us,
+  // single_us; one per probed size in place, then one per probed size out of place, each in the order 64 KiB,
+  // 1 MiB, 4 MiB, 16 MiB) instead of timing; they are shared (maximum over ranks) and decide the bands as
+  // measured ones would.
   std::vector<ShmCopyProbeFigure> shm_copy_probe_figures_for_testing;
 };
 
@@ -238,7 +241,8 @@ ShmStagingCounts shm_staging_counts(const Communicator& comm);
 // kAuto's copy-path probe on the shared-memory transport (also inside hierarchical), from statistics():
 // `figures` is empty until it ran (at the first ordinary allreduce of at least 32 KiB) and wherever it
 // never runs (other modes, cross-memory attach refused, 1 rank, CommOptions::shm_copy_probe off, other
-// backends). The figures and the choices are the same on every rank; cost_us is this rank's. Read it
+// backends): 8 figures, the 4 probed sizes in place, then out of place. The figures and the choices are
+// the same on every rank; cost_us is this rank's. Read it
 // while no call of `comm` is outstanding.
 struct ShmCopyProbe {
   bool injected = false;  // the figures came from CommOptions::shm_copy_probe_figures_for_testing
