@@ -8,6 +8,7 @@
 
 #include "mirror/nn/activation.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/dropout.h"
 #include "mirror/nn/linear.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model.h"
@@ -195,6 +196,31 @@ TEST_F(Cuda, ModelTrainingStepsMatchCpu) {
     go->step(gm.params(), gm.grads(), 0.1f);
   }
   expect_close(gm.params_to_host(), cm.params_to_host(), 1e-4, "params after 3 steps");
+}
+
+// Dropout's mask is drawn on the GPU from the samples' keys: bit for bit the keyed draw (dropout_uniform, the
+// reference the CPU tests use), on a batch of more rows than one launch's constant-memory chunk (4096).
+TEST_F(Cuda, DropoutMaskDrawnOnTheGpuIsTheKeyedDrawBitForBit) {
+  const float p = 0.35f;
+  const std::int64_t batch = 4100, per = 7;
+  Dropout d(p, gpu_);
+  std::vector<std::int64_t> ids(batch);
+  for (std::int64_t i = 0; i < batch; ++i) ids[i] = 50000 - 11 * i;
+  ForwardContext ctx;
+  ctx.seed = 9;
+  ctx.step = 12;
+  ctx.sample_ids = ids;
+  d.set_forward_context(&ctx);
+  const std::vector<float> y = d.forward(up(std::vector<float>(batch * per, 1.0f), {batch, per})).to_host();
+  std::int64_t dropped = 0;
+  for (std::int64_t r = 0; r < batch; ++r)
+    for (std::int64_t e = 0; e < per; ++e) {
+      const float want = dropout_uniform(9, 12, ids[r], e) >= p ? 1.0f / (1.0f - p) : 0.0f;
+      ASSERT_EQ(y[r * per + e], want) << "row " << r << " element " << e;
+      dropped += want == 0.0f;
+    }
+  EXPECT_GT(dropped, batch * per / 4);  // about 35 %
+  EXPECT_LT(dropped, batch * per / 2);
 }
 
 // Flatten, Dropout (its mask multiplied on the GPU) and a residual block with a projection shortcut.

@@ -32,7 +32,9 @@ void require_cpu(const Device& device);
   void fill(float* x, std::int64_t n, float value);                                                         \
   void scale(float* x, std::int64_t n, float alpha);                                                        \
   void axpy(std::int64_t n, float alpha, const float* x, float* y);                                          \
-  void multiply(std::int64_t n, const float* a, const float* b, float* y);
+  void multiply(std::int64_t n, const float* a, const float* b, float* y);                                    \
+  void dropout_mask(const std::uint64_t* row_keys, std::int64_t rows, std::int64_t per_row, float p,         \
+                    float keep_scale, float* mask);
 
 namespace cpu {
 MIRROR_NN_BACKEND_OPS

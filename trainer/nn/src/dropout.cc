@@ -1,29 +1,16 @@
-// dropout.cc — mirror/nn/dropout.h: the mask drawn on the host from the forward context, copied to the
-// device, multiplied in; backward multiplies dy by the same mask.
+// dropout.cc — mirror/nn/dropout.h: one key per sample computed on the host from the forward context, the
+// mask drawn from the keys where the batch is (ops::dropout_mask: on the GPU for CUDA tensors, so only the
+// keys cross the bus), multiplied in; backward multiplies dy by the same mask.
 #include "mirror/nn/dropout.h"
 
+#include "dropout_hash.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
 
 namespace mirror::nn {
-namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 float dropout_uniform(std::uint64_t seed, std::int64_t step, std::int64_t sample, std::int64_t element) {
-  std::uint64_t h = splitmix64(seed);
-  h = splitmix64(h ^ static_cast<std::uint64_t>(step));
-  h = splitmix64(h ^ static_cast<std::uint64_t>(sample));
-  h = splitmix64(h ^ static_cast<std::uint64_t>(element));
-  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+  return detail::dropout_uniform_in_row(detail::dropout_row_key(seed, step, sample), element);
 }
 
 Dropout::Dropout(float p, Device device) : p_(p), device_(device), mask_({0}, device), y_({0}, device), dx_({0}, device) {
@@ -49,14 +36,13 @@ const Tensor& Dropout::forward(const Tensor& x) {
   const std::uint64_t seed = context_ ? context_->seed : 0;
   const std::int64_t step = context_ ? context_->step : 0;
   const float keep_scale = 1.0f / (1.0f - p_);
-  host_mask_.resize(static_cast<std::size_t>(x.numel()));
+  row_keys_.resize(static_cast<std::size_t>(batch));
   for (std::int64_t r = 0; r < batch; ++r) {
     const std::int64_t id = have_ids ? context_->sample_ids[static_cast<std::size_t>(r)] : r;
-    float* row = host_mask_.data() + r * per_sample;
-    for (std::int64_t e = 0; e < per_sample; ++e) row[e] = dropout_uniform(seed, step, id, e) >= p_ ? keep_scale : 0.0f;
+    row_keys_[static_cast<std::size_t>(r)] = detail::dropout_row_key(seed, step, id);
   }
   mask_.resize(x.shape());
-  mask_.copy_from_host(host_mask_);
+  ops::dropout_mask(device_, row_keys_.data(), batch, per_sample, p_, keep_scale, mask_.data());
   y_.resize(x.shape());
   ops::multiply(device_, x.numel(), x.data(), mask_.data(), y_.data());
   return y_;

@@ -87,4 +87,10 @@ void multiply(const Device& device, std::int64_t n, const float* a, const float*
   MIRROR_NN_DISPATCH(device, multiply, n, a, b, y);
 }
 
+void dropout_mask(const Device& device, const std::uint64_t* row_keys, std::int64_t rows, std::int64_t per_row,
+                  float p, float keep_scale, float* mask) {
+  if (rows * per_row == 0) return;
+  MIRROR_NN_DISPATCH(device, dropout_mask, row_keys, rows, per_row, p, keep_scale, mask);
+}
+
 }  // namespace mirror::nn::ops

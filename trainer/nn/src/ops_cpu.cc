@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "backend.h"
+#include "dropout_hash.h"
 #include "mirror/error.h"
 
 namespace mirror::nn::detail::cpu {
@@ -148,6 +149,14 @@ void axpy(std::int64_t n, float alpha, const float* x, float* y) {
 
 void multiply(std::int64_t n, const float* a, const float* b, float* y) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
+void dropout_mask(const std::uint64_t* row_keys, std::int64_t rows, std::int64_t per_row, float p, float keep_scale,
+                  float* mask) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = mask + r * per_row;
+    for (std::int64_t e = 0; e < per_row; ++e) row[e] = dropout_uniform_in_row(row_keys[r], e) >= p ? keep_scale : 0.0f;
+  }
 }
 
 }  // namespace mirror::nn::detail::cpu

@@ -2,7 +2,10 @@
 // operands swapped) and small grid-stride kernels for the rest, all on the legacy default stream.
 #include <cstdint>
 
+#include <algorithm>
+
 #include "../backend.h"
+#include "../dropout_hash.h"
 #include "cuda_check.h"
 
 namespace mirror::nn::detail::cuda {
@@ -110,6 +113,17 @@ __global__ void multiply_kernel(std::int64_t n, const float* a, const float* b, 
   MIRROR_GRID_LOOP(i, n) { y[i] = a[i] * b[i]; }
 }
 
+// Dropout's keys, one per sample, for one launch (dropout_mask below copies them in chunks of this many).
+constexpr std::int64_t kDropoutRowsPerLaunch = 4096;
+__constant__ std::uint64_t dropout_row_keys[kDropoutRowsPerLaunch];
+
+__global__ void dropout_mask_kernel(std::int64_t rows, std::int64_t per_row, float p, float keep_scale, float* mask) {
+  MIRROR_GRID_LOOP(i, rows * per_row) {
+    const std::int64_t r = i / per_row, e = i - r * per_row;
+    mask[i] = ::mirror::nn::detail::dropout_uniform_in_row(dropout_row_keys[r], e) >= p ? keep_scale : 0.0f;
+  }
+}
+
 cublasOperation_t op(ops::Trans t) { return t == ops::Trans::kYes ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 }  // namespace
@@ -180,6 +194,18 @@ void axpy(std::int64_t n, float alpha, const float* x, float* y) {
 void multiply(std::int64_t n, const float* a, const float* b, float* y) {
   multiply_kernel<<<blocks_for(n), kThreads>>>(n, a, b, y);
   check_launch();
+}
+
+void dropout_mask(const std::uint64_t* row_keys, std::int64_t rows, std::int64_t per_row, float p, float keep_scale,
+                  float* mask) {
+  // The keys go to constant memory, a chunk per launch; on the legacy default stream each copy waits for the
+  // launch before it, so a chunk's keys are not overwritten while its kernel still reads them.
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kDropoutRowsPerLaunch) {
+    const std::int64_t n = std::min(kDropoutRowsPerLaunch, rows - r0);
+    MIRROR_CHECK_CUDA(cudaMemcpyToSymbol(dropout_row_keys, row_keys + r0, static_cast<std::size_t>(n) * sizeof(std::uint64_t)));
+    dropout_mask_kernel<<<blocks_for(n * per_row), kThreads>>>(n, per_row, p, keep_scale, mask + r0 * per_row);
+    check_launch();
+  }
 }
 
 }  // namespace mirror::nn::detail::cuda

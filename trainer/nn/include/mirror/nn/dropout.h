@@ -16,7 +16,8 @@ namespace mirror::nn {
 struct LayerArgs;
 
 // The counter-based draw: a uniform value in [0, 1) from (seed, step, sample, element) by splitmix64
-// finalisers chained over the four keys (Steele, Lea, Flood 2014), 24 bits; kept when >= p.
+// finalisers chained over the four keys (Steele, Lea, Flood 2014), 24 bits; kept when >= p. The masks of
+// both backends are drawn from the same definition (src/dropout_hash.h).
 float dropout_uniform(std::uint64_t seed, std::int64_t step, std::int64_t sample, std::int64_t element);
 
 class Dropout final : public Layer {
@@ -34,7 +35,7 @@ class Dropout final : public Layer {
   float p_;
   Device device_;
   bool masked_ = false;       // the last forward applied a mask (training, p > 0)
-  std::vector<float> host_mask_;
+  std::vector<std::uint64_t> row_keys_;  // the last forward's key per sample (dropout_hash.h)
   Shape shape_;               // of the last forward's batch
   Tensor mask_, y_, dx_;      // mask_: 0 or 1/(1-p) per element, on the device
   Tensor pass_;               // a view: the identity (evaluation, p = 0)

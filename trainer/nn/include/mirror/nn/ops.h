@@ -56,5 +56,9 @@ void scale(const Device& device, float* x, std::int64_t n, float alpha);
 void axpy(const Device& device, std::int64_t n, float alpha, const float* x, float* y);
 // y[i] = a[i] * b[i]; may run in place (y == a or y == b).
 void multiply(const Device& device, std::int64_t n, const float* a, const float* b, float* y);
+// Dropout's mask (mirror/nn/dropout.h): mask[r * per_row + e] = keep_scale where the keyed draw of element e
+// of row r (row_keys: `rows` keys in host memory, one per sample) is >= p, else 0; `mask` on the device.
+void dropout_mask(const Device& device, const std::uint64_t* row_keys, std::int64_t rows, std::int64_t per_row,
+                  float p, float keep_scale, float* mask);
 
 }  // namespace mirror::nn::ops
