@@ -33,7 +33,7 @@ recipe() {
   case "$1" in
     keras-cnn) echo "--epochs 15 --optimizer adamw --lr 1e-3 --lr-milestones 10,13 --gamma 0.1 --random-crop 1 --hflip" ;;
     cnn-bn) echo "--epochs 50 --optimizer adamw --lr 1e-3 --decay cosine --weight-decay 0.05 --random-crop 1 --hflip" ;;
-    resnet20) echo "--epochs 12 --optimizer sgd --lr 0.1 --momentum 0.9 --nesterov --weight-decay 5e-4 --warmup-steps 200 --decay cosine --random-crop 2 --hflip" ;;
+    resnet20) echo "--epochs 30 --optimizer sgd --lr 0.1 --momentum 0.9 --nesterov --weight-decay 5e-4 --warmup-steps 200 --decay cosine --random-crop 2 --hflip" ;;
     *) echo "accuracy.sh: no recipe for model '$1' (keras-cnn, cnn-bn, resnet20)" >&2; exit 2 ;;
   esac
 }

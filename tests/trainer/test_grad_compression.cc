@@ -52,7 +52,9 @@ TEST(GradCompression, NarrowAndWidenEqualTheReferenceConversions) {
       for (std::size_t i = 0; i < x.size(); ++i) {
         const float s = scale == 1.0f ? x[i] : x[i] * scale;
         const std::uint16_t want = half ? coll::float_to_half(s) : coll::float_to_bfloat16(s);
-        if (std::isnan(s)) ASSERT_TRUE(is_nan16(h[i], half)) << "NaN input " << i;
+        if (std::isnan(s)) {
+          ASSERT_TRUE(is_nan16(h[i], half)) << "NaN input " << i;
+        }
         ASSERT_EQ(h[i], want) << (half ? "fp16" : "bf16") << " x " << scale << " of " << x[i];
       }
     }
