@@ -101,10 +101,10 @@ ShmCopyProbe shm_copy_probe(const Communicator& comm) {
   probe.cost_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[1])) / 1000.0;
   const std::uint64_t single_bands = statistic(comm, kCopyProbeStatistics[2]);
   for (int k = 0; k < detail::kCopyProbeFigures; ++k) {
-    const int i = k % detail::kCopyProbeSizes;
+    const int i = detail::figure_size_index(k);
     ShmCopyProbeFigure f;
     f.bytes = detail::kCopyProbeBytes[i];
-    f.in_place = k < detail::kCopyProbeSizes;
+    f.in_place = detail::figure_in_place(k);
     f.staged_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[3 + 2 * k])) / 1000.0;
     f.single_us = static_cast<double>(statistic(comm, kCopyProbeStatistics[4 + 2 * k])) / 1000.0;
     f.band_lo = kCopyBandLow[i];

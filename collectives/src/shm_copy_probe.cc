@@ -51,8 +51,8 @@ void check_copy_probe_figures(const std::vector<ShmCopyProbeFigure>& figures) {
                    << " (one per probed size in place, then one per probed size out of place)");
   for (int i = 0; i < kCopyProbeFigures; ++i) {
     const ShmCopyProbeFigure& f = figures[i];
-    const bool in_place = i < kCopyProbeSizes;
-    const std::size_t bytes = kCopyProbeBytes[i % kCopyProbeSizes];
+    const bool in_place = figure_in_place(i);
+    const std::size_t bytes = kCopyProbeBytes[figure_size_index(i)];
     MIRROR_CHECK(f.bytes == bytes && f.in_place == in_place, kInvalidArgument,
                  "CommOptions::shm_copy_probe_figures_for_testing[" << i << "] is for " << f.bytes << " bytes "
                      << (f.in_place ? "in place" : "out of place") << "; expected " << bytes << " bytes "

@@ -41,6 +41,8 @@ constexpr std::size_t kCopyProbeLowestBytes = kCopyBandLow[0];
 // shape * kCopyProbeSizes + size index, shape 0 in place, 1 out of place).
 constexpr int kCopyProbeFigures = 2 * kCopyProbeSizes;
 constexpr int figure_index(int size_index, bool in_place) { return (in_place ? 0 : kCopyProbeSizes) + size_index; }
+constexpr bool figure_in_place(int figure) { return figure < kCopyProbeSizes; }
+constexpr int figure_size_index(int figure) { return figure % kCopyProbeSizes; }
 // Timed runs of each path at each probed size (alternated; the best counts): more where they are cheap and
 // the two paths come closest, fewer at 16 MiB, where each run costs milliseconds and the gap was wide.
 constexpr std::array<int, kCopyProbeSizes> kCopyProbeRepeats{5, 5, 3, 2};

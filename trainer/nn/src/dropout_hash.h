@@ -1,25 +1,14 @@
 // dropout_hash.h (private) — Dropout's counter-based draw (mirror/nn/dropout.h), one definition for the host
-// and for CUDA kernels, so that the CPU and the GPU masks are the same bits: splitmix64 finalisers (Steele,
-// Lea, Flood 2014) chained over (seed, step, sample) into a row key, once per sample, and then over the
+// and for CUDA kernels, so that the CPU and the GPU masks are the same bits: splitmix64 finalisers
+// (splitmix64.h) chained over (seed, step, sample) into a row key, once per sample, and then over the
 // element's index within the sample; the top 24 bits make a float in [0, 1) exactly.
 #pragma once
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define MIRROR_NN_HOST_DEVICE __host__ __device__
-#else
-#define MIRROR_NN_HOST_DEVICE
-#endif
+#include "splitmix64.h"
 
 namespace mirror::nn::detail {
-
-MIRROR_NN_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // The key of one sample's row of the mask.
 MIRROR_NN_HOST_DEVICE inline std::uint64_t dropout_row_key(std::uint64_t seed, std::int64_t step, std::int64_t sample) {

@@ -3,13 +3,12 @@
 
 #include <random>
 
+#include "splitmix64.h"
+
 namespace mirror::nn::detail {
 
 std::uint64_t param_seed(std::uint64_t seed, std::uint64_t index) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);  // splitmix64 of the (seed, index) pair
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64(seed + 0x9e3779b97f4a7c15ull * index);  // output index + 1 of a splitmix64 generator from `seed`
 }
 
 void fill_uniform(std::span<float> values, float bound, std::uint64_t seed) {
