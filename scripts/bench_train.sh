@@ -6,15 +6,16 @@
 # independent 1-rank runs started together, one per core). All three leave the first 20 steps of the epoch out of
 # samples/s (Mirror: its steady_samples_per_s metric; the peers: their --skip 20).
 #   scripts/bench_train.sh --model mlp:512,256|keras-cnn|cnn-bn|resnet20 [--np 1,2] [--epochs 1] [--repeats 3]
-#                          [--samples N] [--batch 64] [--no-peers torch,tf]
+#                          [--samples N] [--batch 64] [--no-peers torch,tf] [--trainer-args "ARGS"]
 # --samples N: train on the first N training samples (a subset file data/fmnist-N.h5; the peers run as many steps
-# with --max-steps), for short runs. cnn-bn runs with synchronised BatchNorm in all three (Mirror's default, the
+# with --max-steps), for short runs. --trainer-args: more options for Mirror's trainer only (e.g. "--conv-algorithm
+# direct"), split at spaces. cnn-bn runs with synchronised BatchNorm in all three (Mirror's default, the
 # torch peer's --sync-bn, Keras' synchronized=True). Peers: ../shared/peers (README.md there), installed under
 # MIRROR_PEERS_HOME (default ~/.cache/mirror-peers) by its setup.sh. Needs a build (BUILD_DIR, default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-model="mlp:512,256"; batch=64; epochs=1; repeats=3; nps="1 2"; samples=60000; skip_peers=""
+model="mlp:512,256"; batch=64; epochs=1; repeats=3; nps="1 2"; samples=60000; skip_peers=""; trainer_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
     --np) nps="${2//,/ }"; shift 2 ;;
     --samples) samples="$2"; shift 2 ;;
     --no-peers) skip_peers="${2//,/ }"; shift 2 ;;
+    --trainer-args) trainer_args="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -79,7 +81,7 @@ last_json() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().str
 mirror_one() {  # np, metrics file, mpirun options...
   local np="$1" metrics="$2"; shift 2
   mpirun "$@" -np "$np" "$trainer" --data "$data" --model "$model" --batch-size "$batch" --epochs "$epochs" \
-    --blas-threads 1 --eval-every 0 --progress off --metrics "$metrics" >"$metrics.out" 2>&1 ||
+    --blas-threads 1 --eval-every 0 --progress off --metrics "$metrics" $trainer_args >"$metrics.out" 2>&1 ||
     { cat "$metrics.out" >&2; return 1; }
 }
 steady_mean() { python3 -c "import json; r=[json.loads(l)['steady_samples_per_s'] for l in open('$1')]; print(sum(r)/len(r))"; }
@@ -96,10 +98,10 @@ run_tf() {
 }
 run_ceiling() {  # two independent 1-rank Mirror runs started together, one per core: the sum of their samples/s
   taskset -c 0 bash -c "$(declare -f mirror_one); trainer='$trainer' data='$data' model='$model' batch=$batch \
-    epochs=$epochs; mirror_one 1 '$tmp/c0.jsonl' --bind-to none" &
+    epochs=$epochs trainer_args='$trainer_args'; mirror_one 1 '$tmp/c0.jsonl' --bind-to none" &
   local first=$!
   taskset -c 1 bash -c "$(declare -f mirror_one); trainer='$trainer' data='$data' model='$model' batch=$batch \
-    epochs=$epochs; mirror_one 1 '$tmp/c1.jsonl' --bind-to none"
+    epochs=$epochs trainer_args='$trainer_args'; mirror_one 1 '$tmp/c1.jsonl' --bind-to none"
   wait "$first"
   python3 -c "print($(steady_mean "$tmp/c0.jsonl") + $(steady_mean "$tmp/c1.jsonl"))"
 }

@@ -1,11 +1,13 @@
 // test_conv_layers.cc — Conv2d against a plain-loop convolution in double (forward) and against central
 // differences of that double reference loss (dx, dW, db), on odd shapes: stride 2, padding, non-square kernels
 // and images, batch 1, channel counts 1, 3, 5, 7 (plain layouts) and 8, 9, 16 (blocked), a 1×1 projection; plus kAccumulate, grad_ready order, need_dx false, a change
-// of batch size between calls, and bad input.
+// of batch size between calls, and bad input. With the Winograd algorithm (cpu_kernels.h) the same references on
+// the shapes oneDNN computes by Winograd on AVX-512 (3×3, stride 1, 16 and 32 channels), and where it is chosen.
 #include <gtest/gtest.h>
 
 #include "layer_checks.h"
 #include "mirror/error.h"
+#include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/conv2d.h"
 #include "reference.h"
 
@@ -148,6 +150,69 @@ TEST(Conv2d, PlainAndBlockedLayoutsAgree) {
     expect_close(wg, to_double(plain.wg), 1e-5, "dW");
     expect_close(bg, to_double(plain.bg), 1e-5, "db");
   }
+}
+
+// Sets the process-wide convolution algorithm for one test and puts the library default back after it.
+class ConvAlgorithmScope {
+ public:
+  explicit ConvAlgorithmScope(CpuConvAlgorithm a) { set_cpu_conv_algorithm(a); }
+  ~ConvAlgorithmScope() { set_cpu_conv_algorithm(CpuConvAlgorithm::kDirect); }
+};
+
+// oneDNN 2.6 has Winograd kernels from avx512_core on (its own ISA name, which test_nn_cpu_kernels checks against
+// cpuid).
+bool winograd_at_this_isa() { return cpu_isa_name().rfind("avx512_core", 0) == 0; }
+
+// Winograd F(4×4, 3×3) sums transformed tiles (constants up to ±8 and their products), so its float rounding in y
+// is larger than the direct kernels': measured here up to 1.7e-5 relative, where direct stays below 1e-5. The
+// references are the same; y's tolerance is 5e-5 (1e-5 fails), the gradients' 1e-4 as for direct.
+TEST(Conv2dWinograd, ForwardAndBackwardMatchThePlainLoopsOnWinogradShapes) {
+  ConvAlgorithmScope scope(CpuConvAlgorithm::kWinograd);
+  for (const ConvCase& k : {ConvCase{2, 16, 5, 6, 16, 3, 3, 1, 1, 1, 1, true},     // padded, non-square image
+                            ConvCase{1, 32, 4, 4, 16, 3, 3, 1, 1, 1, 1, false},    // batch 1, 32 → 16
+                            ConvCase{2, 16, 5, 6, 32, 3, 3, 1, 1, 0, 0, true}}) {  // valid, 16 → 32
+    SCOPED_TRACE("c " + std::to_string(k.c) + " o " + std::to_string(k.o) + " " + std::to_string(k.h) + "x" +
+                 std::to_string(k.w));
+    ConvFixture f(k);
+    const auto xd = to_double(f.x), wd = to_double(f.w), bd = to_double(f.b);
+    expect_close(f.layer.forward(f.xt).to_host(), conv_ref(k, xd, wd, bd), 5e-5, "y");
+    if (winograd_at_this_isa()) {
+      EXPECT_NE(f.layer.implementation().find("wino"), std::string::npos) << f.layer.implementation();
+    }
+    const auto r = random_vector(k.n * k.o * k.oh() * k.ow(), 99);
+    const Tensor* dx = f.layer.backward(host_tensor(r, {k.n, k.o, k.oh(), k.ow()}), GradMode::kOverwrite, true, {});
+    ASSERT_NE(dx, nullptr);
+    const double h = 1e-3;
+    expect_close(dx->to_host(),
+                 central_differences([&](const auto& v) { return weighted(conv_ref(k, v, wd, bd), r); }, xd, h), 1e-4,
+                 "dx");
+    expect_close(f.wg, central_differences([&](const auto& v) { return weighted(conv_ref(k, xd, v, bd), r); }, wd, h),
+                 1e-4, "dW");
+    if (k.bias)
+      expect_close(f.bg, central_differences([&](const auto& v) { return weighted(conv_ref(k, xd, wd, v), r); }, bd, h),
+                   1e-4, "db");
+  }
+}
+
+// Winograd only where asked for and where oneDNN has it (3×3 stride 1 on avx512_core); stride 2, 1×1 and the
+// direct setting stay direct; an AVX2 CPU computes direct whatever is asked.
+TEST(Conv2dWinograd, IsChosenOnlyWhereAskedForAndOneDnnHasIt) {
+  const auto runs_winograd = [](CpuConvAlgorithm a, const ConvCase& k) {
+    ConvAlgorithmScope scope(a);
+    ConvFixture f(k);
+    f.layer.forward(f.xt);
+    std::cout << cpu_conv_algorithm_name(a) << " " << k.kh << "x" << k.kw << " stride " << k.sh << ": "
+              << f.layer.implementation() << "\n";
+    EXPECT_FALSE(f.layer.implementation().empty());
+    return f.layer.implementation().find("wino") != std::string::npos;
+  };
+  const ConvCase three{2, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, false}, strided{2, 16, 8, 8, 32, 3, 3, 2, 2, 1, 1, false},
+      one{2, 16, 8, 8, 32, 1, 1, 1, 1, 0, 0, false};
+  EXPECT_EQ(runs_winograd(CpuConvAlgorithm::kWinograd, three), winograd_at_this_isa()) << cpu_isa_name();
+  EXPECT_FALSE(runs_winograd(CpuConvAlgorithm::kDirect, three));
+  EXPECT_FALSE(runs_winograd(CpuConvAlgorithm::kWinograd, strided));
+  EXPECT_FALSE(runs_winograd(CpuConvAlgorithm::kWinograd, one));
+  EXPECT_EQ(cpu_conv_algorithm(), CpuConvAlgorithm::kDirect);  // the library's default
 }
 
 TEST(Conv2d, DeclaresPyTorchLayoutAndInitialises) {

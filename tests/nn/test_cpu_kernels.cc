@@ -64,6 +64,17 @@ TEST(CpuKernels, DescriptionNamesLibraryVersionThreadsAndIsa) {
   const bool avx2 = false;  // the AVX2 build exists only on x86-64 with GCC
 #endif
   EXPECT_NE(d.find(avx2 ? "BatchNorm loops avx2" : "BatchNorm loops baseline"), std::string::npos) << d;
+  // Then the convolutions' algorithm as it computes: Winograd only where asked for and oneDNN has it (avx512_core
+  // and better, so cpuid decides through the test above).
+  ASSERT_EQ(cpu_conv_algorithm(), CpuConvAlgorithm::kDirect);
+  EXPECT_NE(d.find(", conv direct"), std::string::npos) << d;
+  set_cpu_conv_algorithm(CpuConvAlgorithm::kWinograd);
+  const std::string w = cpu_kernels_description();
+  set_cpu_conv_algorithm(CpuConvAlgorithm::kDirect);
+  const bool winograd = isa.rfind("avx512_core", 0) == 0;
+  EXPECT_NE(w.find(winograd ? ", conv winograd (3x3 stride 1)" : ", conv direct (no Winograd kernels for " + isa + ")"),
+            std::string::npos)
+      << w;
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ using Sharding = data::Sharding;
 const std::vector<std::pair<std::string, Sharding>> kShardings{{"index", Sharding::kIndex}, {"files", Sharding::kFiles}};
 const std::vector<std::pair<std::string, nn::DeviceRequest>> kDevices{
     {"auto", nn::DeviceRequest::kAuto}, {"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}};
+const std::vector<std::pair<std::string, nn::CpuConvAlgorithm>> kConvAlgorithms{
+    {"direct", nn::CpuConvAlgorithm::kDirect}, {"winograd", nn::CpuConvAlgorithm::kWinograd}};
 const std::vector<std::pair<std::string, nn::OptimizerKind>> kOptimizers{{"sgd", nn::OptimizerKind::kSgd},
                                                                          {"adamw", nn::OptimizerKind::kAdamW}};
 const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{
@@ -184,6 +186,10 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->group("Model");
   app.add_option("--blas-threads", c.blas_threads, "CPU compute threads per rank (oneDNN's OpenMP threads)")
       ->check(cli::integer_in(1, 256))->group("Model");
+  add_choice(app, "--conv-algorithm", c.conv_algorithm, kConvAlgorithms,
+             "CPU convolutions: winograd (default: oneDNN's Winograd kernels for 3x3 stride-1 layers where it has "
+             "them, AVX-512 CPUs; direct elsewhere) or direct (every layer)")
+      ->group("Model");
   app.add_option("--seed", c.seed, "seed of parameter initialisation and data order")->group("Model");
   app.add_flag("--sync-bn,!--no-sync-bn", c.sync_bn,
                "BatchNorm's batch statistics over all ranks (default; N ranks x B trains like 1 x N*B); "
@@ -375,6 +381,7 @@ std::string to_json(const TrainConfig& c) {
   j["model"] = c.model;
   j["device"] = cli::enum_name(kDevices, c.device);
   j["blas_threads"] = c.blas_threads;
+  j["conv_algorithm"] = cli::enum_name(kConvAlgorithms, c.conv_algorithm);
   j["seed"] = c.seed;
   j["sync_bn"] = c.sync_bn;
   j["epochs"] = c.epochs;

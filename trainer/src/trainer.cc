@@ -138,6 +138,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
 
 void Trainer::setup_model() {
   device_ = nn::resolve_device(config_.device, ctx_.local_rank, config_.blas_threads);
+  nn::set_cpu_conv_algorithm(config_.conv_algorithm);
   MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));

@@ -3,7 +3,8 @@
 //   batchnorm  BatchNorm2d's own loops (what the layer runs, synchronised or not) against oneDNN's
 //              batch_normalization primitive (forward training with scale and shift, then backward);
 //   conv2d     Conv2d with plain NCHW layouts (oneDNN's im2col + GEMM) against blocked layouts (its direct JIT
-//              kernels) with the reorders around them — what ConvLayout::kAuto decides between;
+//              kernels) with the reorders around them — what ConvLayout::kAuto decides between — and blocked
+//              with the Winograd algorithm (cpu_kernels.h; what the trainer's --conv-algorithm winograd runs);
 //   maxpool    MaxPool2d 2×2 (with the ReLU it absorbs) on a blocked input, its output reordered to NCHW for
 //              the next layer (what a model runs now), against the bridge before it: the blocked input reordered
 //              to NCHW, NCHW pooling, and dx reordered back (what it ran when pooling took only NCHW).
@@ -134,22 +135,31 @@ struct ConvBench {
 };
 
 void run_conv(int rounds, double min_ms) {
-  std::printf("%-28s %14s %14s %8s\n", "conv2d N×C×H×H -> O, k, pad", "plain ms", "blocked ms", "ratio");
+  std::printf("%-28s %11s %11s %12s %13s %16s\n", "conv2d N×C×H×H -> O, k, pad", "plain ms", "blocked ms",
+              "winograd ms", "plain/blocked", "blocked/winograd");
   const std::int64_t shapes[][6] = {{64, 1, 28, 32, 3, 1},  {64, 32, 14, 64, 3, 1}, {64, 16, 28, 16, 3, 1},
                                     {64, 32, 14, 32, 3, 1}, {64, 64, 7, 64, 3, 1},  {64, 16, 28, 32, 1, 0}};
   for (const auto& s : shapes) {
     ConvBench plain(s[0], s[1], s[2], s[3], s[4], s[5], ConvLayout::kPlain);
     ConvBench blocked(s[0], s[1], s[2], s[3], s[4], s[5], ConvLayout::kBlocked);
-    double best_plain = 1e30, best_blocked = 1e30;
+    // Blocked too, with Winograd asked for while its primitives are built (its first step); where oneDNN has
+    // none for the shape or ISA it is the direct blocked layer again (ratio about 1).
+    ConvBench winograd(s[0], s[1], s[2], s[3], s[4], s[5], ConvLayout::kBlocked);
+    set_cpu_conv_algorithm(CpuConvAlgorithm::kWinograd);
+    winograd.step();
+    set_cpu_conv_algorithm(CpuConvAlgorithm::kDirect);
+    double best_plain = 1e30, best_blocked = 1e30, best_winograd = 1e30;
     for (int r = 0; r < rounds; ++r) {
       best_plain = std::min(best_plain, ms_per_call(min_ms, [&] { plain.step(); }));
       best_blocked = std::min(best_blocked, ms_per_call(min_ms, [&] { blocked.step(); }));
+      best_winograd = std::min(best_winograd, ms_per_call(min_ms, [&] { winograd.step(); }));
     }
     char name[64];
     std::snprintf(name, sizeof name, "%lldx%lldx%lldx%lld -> %lld, %lld, %lld", static_cast<long long>(s[0]),
                   static_cast<long long>(s[1]), static_cast<long long>(s[2]), static_cast<long long>(s[2]),
                   static_cast<long long>(s[3]), static_cast<long long>(s[4]), static_cast<long long>(s[5]));
-    std::printf("%-28s %14.3f %14.3f %8.2f\n", name, best_plain, best_blocked, best_plain / best_blocked);
+    std::printf("%-28s %11.3f %11.3f %12.3f %13.2f %16.2f  %s\n", name, best_plain, best_blocked, best_winograd,
+                best_plain / best_blocked, best_blocked / best_winograd, winograd.layer.implementation().c_str());
   }
 }
 

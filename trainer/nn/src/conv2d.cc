@@ -97,6 +97,8 @@ const Tensor& Conv2d::forward(const Tensor& x) {
   return y_;
 }
 
+std::string Conv2d::implementation() const { return kernels_ ? kernels_->implementation() : std::string(); }
+
 const Tensor* Conv2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
   MIRROR_CHECK(x_ != nullptr && kernels_, kInternal, "conv2d backward called before forward");
   MIRROR_CHECK(dy.shape() == y_.shape(), kInvalidArgument,

@@ -3,12 +3,16 @@
 // lets oneDNN pick blocked layouts (format_tag::any, so the ISA decides: nChw8c on AVX2, nChw16c on AVX-512);
 // x comes NCHW or blocked (from the layer before), and y is left in oneDNN's blocked layout when the model allows
 // it (Conv2dProblem::blocked_output), else reordered to NCHW. Reorders only where the layouts differ.
-// kAccumulate: oneDNN overwrites its outputs, so the gradients go to scratch first and are added.
+// kAccumulate: oneDNN overwrites its outputs, so the gradients go to scratch first and are added. The algorithm
+// is direct, or Winograd where asked for (cpu_conv_algorithm) and oneDNN has it for the problem.
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "conv2d_kernels.h"
 #include "dnnl_cpu.h"
 #include "mirror/error.h"
+#include "mirror/nn/cpu_kernels.h"
 
 namespace mirror::nn::detail {
 namespace {
@@ -34,6 +38,7 @@ class OneDnnConv2d final : public Conv2dKernels {
   explicit OneDnnConv2d(const Conv2dProblem& p) : has_bias_(p.bias) { dc::run("conv2d", [&] { build(p); }); }
 
   Layout y_layout() const override { return y_layout_; }
+  std::string implementation() const override { return implementation_; }
 
   void forward(const float* x, const float* w, const float* b, float* y) override {
     dc::run("conv2d forward", [&] {
@@ -117,16 +122,12 @@ class OneDnnConv2d final : public Conv2dKernels {
     // Symmetric padding as PyTorch's: oneDNN sizes the output (in + pl + pr − k) / s + 1 rounded down, as
     // Conv2d::output_sample_shape does, so rows the last window does not reach are simply unused.
     const dc::dims strides{g.stride_h, g.stride_w}, pad{g.pad_h, g.pad_w};
-    const auto algo = dnnl::algorithm::convolution_direct;
-    const auto fwd_pd = dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src_a, w_a, bias, dst_a, strides,
-                                        pad, pad),
-        dc::engine());
-    const auto bwd_pd = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algo, src_a, w_a, dst_a, strides, pad, pad), dc::engine(), fwd_pd);
-    const auto bww_pd = dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algo, src_a, w_a, bias, dst_a, strides, pad, pad), dc::engine(),
-        fwd_pd);
+    const auto [fwd_pd, bwd_pd, bww_pd] =
+        winograd_wanted(g, blocked) ? winograd_or_direct(src_a, w_a, bias, dst_a, strides, pad)
+                                    : primitive_descs(dnnl::algorithm::convolution_direct, src_a, w_a, bias, dst_a,
+                                                      strides, pad);
+    implementation_ = std::string(fwd_pd.impl_info_str()) + " / " + bwd_pd.impl_info_str() + " / " +
+                      bww_pd.impl_info_str();
     y_layout_ = p.blocked_output ? layout_of(fwd_pd.dst_desc(), dst_dims) : Layout::kNchw;
     dst = dc::plain(dst_dims, dc::tag_of(y_layout_));
     forward_ = dnnl::convolution_forward(fwd_pd);
@@ -143,7 +144,43 @@ class OneDnnConv2d final : public Conv2dKernels {
     bwd_dx_ = dc::Staged(src, bwd_pd.diff_src_desc());
   }
 
+  using PrimitiveDescs = std::tuple<dnnl::convolution_forward::primitive_desc,
+                                    dnnl::convolution_backward_data::primitive_desc,
+                                    dnnl::convolution_backward_weights::primitive_desc>;
+
+  static PrimitiveDescs primitive_descs(dnnl::algorithm algo, const dnnl::memory::desc& src,
+                                        const dnnl::memory::desc& w, const dnnl::memory::desc& bias,
+                                        const dnnl::memory::desc& dst, const dc::dims& strides, const dc::dims& pad) {
+    const auto fwd = dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, w, bias, dst, strides, pad,
+                                        pad),
+        dc::engine());
+    const auto bwd = dnnl::convolution_backward_data::primitive_desc(
+        dnnl::convolution_backward_data::desc(algo, src, w, dst, strides, pad, pad), dc::engine(), fwd);
+    const auto bww = dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(algo, src, w, bias, dst, strides, pad, pad), dc::engine(), fwd);
+    return {fwd, bwd, bww};
+  }
+
+  // oneDNN 2.6's Winograd kernels are 3×3, stride 1, on blocked layouts only; where it still has none for this
+  // problem (another ISA, a shape it refuses) it says so by refusing the descriptor, and the layer computes direct.
+  static bool winograd_wanted(const Conv2dGeometry& g, bool blocked) {
+    return cpu_conv_algorithm() == CpuConvAlgorithm::kWinograd && blocked && g.kernel_h == 3 && g.kernel_w == 3 &&
+           g.stride_h == 1 && g.stride_w == 1;
+  }
+  static PrimitiveDescs winograd_or_direct(const dnnl::memory::desc& src, const dnnl::memory::desc& w,
+                                           const dnnl::memory::desc& bias, const dnnl::memory::desc& dst,
+                                           const dc::dims& strides, const dc::dims& pad) {
+    try {
+      return primitive_descs(dnnl::algorithm::convolution_winograd, src, w, bias, dst, strides, pad);
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;
+      return primitive_descs(dnnl::algorithm::convolution_direct, src, w, bias, dst, strides, pad);
+    }
+  }
+
   bool has_bias_;
+  std::string implementation_;
   Layout y_layout_ = Layout::kNchw;
   std::int64_t out_channels_ = 0;
   std::size_t weight_numel_ = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "mirror/nn/conv2d.h"
 
@@ -21,6 +22,9 @@ class Conv2dKernels {
   virtual void backward_data(const float* dy, const float* w, float* dx) = 0;
   // Layout of y (and so of dy) as forward writes it; x and dx are in Conv2dProblem::x_layout.
   virtual Layout y_layout() const { return Layout::kNchw; }
+  // The library's names of the kernels chosen, forward / backward data / backward weights (oneDNN's
+  // impl_info_str, e.g. "jit_wino_4x3:avx512_core"); empty where the library does not say.
+  virtual std::string implementation() const { return {}; }
 };
 
 struct Conv2dProblem {

@@ -1,8 +1,10 @@
-// cpu_kernels.cc — mirror/nn/cpu_kernels.h from oneDNN's version record and dnnl::get_effective_cpu_isa().
+// cpu_kernels.cc — mirror/nn/cpu_kernels.h from oneDNN's version record and dnnl::get_effective_cpu_isa(), and
+// the process-wide convolution algorithm setting.
 #include "mirror/nn/cpu_kernels.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <atomic>
 #include <sstream>
 
 #include "batch_norm2d_kernels.h"
@@ -38,8 +40,28 @@ std::string cpu_kernels_description() {
   const int threads = cpu_threads();
   s << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << runtime << ", " << threads
     << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name() << ", BatchNorm loops "
-    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline");
+    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline") << ", conv ";
+  if (cpu_conv_algorithm() == CpuConvAlgorithm::kDirect)
+    s << "direct";
+  else if (onednn_has_winograd())
+    s << "winograd (3x3 stride 1)";
+  else
+    s << "direct (no Winograd kernels for " << cpu_isa_name() << ")";
   return s.str();
+}
+
+namespace {
+std::atomic<CpuConvAlgorithm> conv_algorithm{CpuConvAlgorithm::kDirect};
+}  // namespace
+
+void set_cpu_conv_algorithm(CpuConvAlgorithm algorithm) { conv_algorithm.store(algorithm); }
+
+CpuConvAlgorithm cpu_conv_algorithm() { return conv_algorithm.load(); }
+
+bool onednn_has_winograd() { return cpu_isa_name().rfind("avx512_core", 0) == 0; }
+
+const char* cpu_conv_algorithm_name(CpuConvAlgorithm algorithm) {
+  return algorithm == CpuConvAlgorithm::kWinograd ? "winograd" : "direct";
 }
 
 }  // namespace mirror::nn

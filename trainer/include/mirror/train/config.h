@@ -11,6 +11,7 @@
 
 #include "mirror/coll/communicator.h"
 #include "mirror/data/train_loader.h"
+#include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/optimizer.h"
 #include "mirror/nn/schedule.h"
@@ -59,6 +60,7 @@ struct TrainConfig {
   std::string model = "mlp:512,256";
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   int blas_threads = 1;             // OpenBLAS threads per rank (CPU)
+  nn::CpuConvAlgorithm conv_algorithm = nn::CpuConvAlgorithm::kWinograd;  // CPU convolutions (cpu_kernels.h)
   std::uint64_t seed = 0;
   // Schedule of work.
   std::int64_t epochs = 10;

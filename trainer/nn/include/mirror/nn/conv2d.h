@@ -57,6 +57,9 @@ class Conv2d final : public Layer {
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 
   const Conv2dGeometry& geometry() const { return geo_; }
+  // The kernels the last forward ran, as the library names them (forward / backward data / backward weights,
+  // e.g. "jit_wino_4x3:avx512_core / ..." on the CPU); empty before the first forward.
+  std::string implementation() const;
   bool has_bias() const { return has_bias_; }
 
  private:
