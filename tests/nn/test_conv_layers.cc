@@ -201,7 +201,7 @@ TEST(Conv2dWinograd, IsChosenOnlyWhereAskedForAndOneDnnHasIt) {
     ConvAlgorithmScope scope(a);
     ConvFixture f(k);
     f.layer.forward(f.xt);
-    std::cout << cpu_conv_algorithm_name(a) << " " << k.kh << "x" << k.kw << " stride " << k.sh << ": "
+    std::cout << (a == CpuConvAlgorithm::kWinograd ? "winograd " : "direct ") << k.kh << "x" << k.kw << " stride " << k.sh << ": "
               << f.layer.implementation() << "\n";
     EXPECT_FALSE(f.layer.implementation().empty());
     return f.layer.implementation().find("wino") != std::string::npos;

@@ -60,8 +60,4 @@ CpuConvAlgorithm cpu_conv_algorithm() { return conv_algorithm.load(); }
 
 bool onednn_has_winograd() { return cpu_isa_name().rfind("avx512_core", 0) == 0; }
 
-const char* cpu_conv_algorithm_name(CpuConvAlgorithm algorithm) {
-  return algorithm == CpuConvAlgorithm::kWinograd ? "winograd" : "direct";
-}
-
 }  // namespace mirror::nn

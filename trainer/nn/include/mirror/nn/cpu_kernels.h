@@ -27,7 +27,6 @@ std::string cpu_kernels_description();
 enum class CpuConvAlgorithm { kDirect, kWinograd };
 void set_cpu_conv_algorithm(CpuConvAlgorithm algorithm);
 CpuConvAlgorithm cpu_conv_algorithm();
-const char* cpu_conv_algorithm_name(CpuConvAlgorithm algorithm);  // "direct", "winograd"
 // Whether oneDNN has Winograd kernels at this ISA (avx512_core and better), for the banner and tests.
 bool onednn_has_winograd();
 
