@@ -1,5 +1,8 @@
-// nccl_communicator.cc — NcclCommunicator: NCCL collectives on the communicator's own blocking CUDA
-// stream. Validation, numbering, the timeout check and the failure latch come from CommunicatorBase, as for
+// nccl_communicator.cc — NcclCommunicator: NCCL collectives on the communicator's own non-blocking CUDA
+// stream, which first waits (an event) for the work already queued on the legacy default stream, where
+// the trainer computes: a collective reads finished inputs while later kernels (the rest of backward) run
+// beside it, and callers read results only after a wait (blocking calls wait before they return).
+// Validation, numbering, the timeout check and the failure latch come from CommunicatorBase, as for
 // every backend. With CommOptions::check_consistency the ranks compare each call's fingerprint on the host
 // before it is queued (a ring exchange over MPI, CheckedTransport). Waits poll the stream (or the op's
 // event), ncclCommGetAsyncError and the failure notices of the other ranks (MpiNotices) against the
@@ -10,12 +13,14 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "call.h"
 #include "checked_transport.h"
@@ -197,6 +202,7 @@ class NcclCommunicator final : public CommunicatorBase {
   std::unique_ptr<MpiTransport> check_transport_;  // the consistency check's channel (null when off)
   std::unique_ptr<CheckedTransport> checked_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t inputs_ready_ = nullptr;  // recorded on the legacy default stream before every launch
   void* barrier_buf_ = nullptr;
 };
 
@@ -209,6 +215,25 @@ int world_size() {
   int n = 0;
   MIRROR_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &n));
   return n;
+}
+
+// Collective over `comm`: the most ranks of one host that use the same CUDA device (1 when every rank has
+// its own). NCCL before 2.30 refuses such a communicator ("Duplicate GPU detected"); the count lets the
+// error say why.
+int ranks_per_device(MPI_Comm comm, int device) {
+  MPI_Comm host = MPI_COMM_NULL;
+  MIRROR_CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host));
+  int host_size = 0;
+  MPI_Comm_size(host, &host_size);
+  std::vector<int> devices(static_cast<std::size_t>(host_size));
+  const int rc = MPI_Allgather(&device, 1, MPI_INT, devices.data(), 1, MPI_INT, host);
+  MPI_Comm_free(&host);
+  MIRROR_CHECK_MPI(rc);
+  int most = 0;
+  for (int d : devices) most = std::max(most, static_cast<int>(std::count(devices.begin(), devices.end(), d)));
+  int agreed = 0;
+  MIRROR_CHECK_MPI(MPI_Allreduce(&most, &agreed, 1, MPI_INT, MPI_MAX, comm));
+  return agreed;
 }
 
 NcclCommunicator::NcclCommunicator(const CommOptions& options, int rank, int size)
@@ -245,15 +270,37 @@ NcclCommunicator::NcclCommunicator(const CommOptions& options, int rank, int siz
     check_transport_->set_host_names(state_->notices->host_names());
     checked_ = std::make_unique<CheckedTransport>(*check_transport_);
   }
+  const int sharing = ranks_per_device(mpi_comm_, device);
   MIRROR_CHECK_CUDA(cudaSetDevice(device));
   const std::vector<std::uint8_t> id_bytes = broadcast_nccl_unique_id(mpi_comm_, 0);
   ncclUniqueId id;
   std::memcpy(&id, id_bytes.data(), sizeof(id));
-  // A blocking stream: work on the legacy default stream and this stream are ordered with each other.
-  MIRROR_CHECK_CUDA(cudaStreamCreate(&stream_));
+  // A non-blocking stream, so that kernels queued on the legacy default stream after a collective need not
+  // wait for it (a blocking stream would order them); dispatch() orders the collective after its inputs.
+  MIRROR_CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  MIRROR_CHECK_CUDA(cudaEventCreateWithFlags(&inputs_ready_, cudaEventDisableTiming));
   MIRROR_CHECK_CUDA(cudaMalloc(&barrier_buf_, sizeof(int)));
   MIRROR_CHECK_CUDA(cudaMemset(barrier_buf_, 0, sizeof(int)));
-  MIRROR_CHECK_NCCL(ncclCommInitRank(&state_->comm, size_, id, rank_));
+  const ncclResult_t init = ncclCommInitRank(&state_->comm, size_, id, rank_);
+  if (init != ncclSuccess) {
+    // The destructor does not run for a constructor that throws: release what was made.
+    cudaFree(barrier_buf_);
+    cudaEventDestroy(inputs_ready_);
+    cudaStreamDestroy(stream_);
+    MPI_Comm_free(&mpi_comm_);
+    state_->comm = nullptr;
+    int version = 0;
+    ncclGetVersion(&version);
+    std::string why;
+    if (sharing > 1)
+      why = "; " + std::to_string(sharing) + " ranks on one host use CUDA device " + std::to_string(device) +
+            ", and NCCL before 2.30 needs a GPU per rank (2.30 and later: NCCL_MULTI_RANK_GPU_ENABLE=1, "
+            "experimental). Run at most one rank per GPU, or train on the CPU (--device cpu)";
+    MIRROR_THROW(kNccl, "nccl backend: ncclCommInitRank failed on rank "
+                            << rank_ << " (device " << device << ", NCCL " << version << "): "
+                            << ncclGetErrorString(init) << why
+                            << " (HINT: rerun with NCCL_DEBUG=WARN for NCCL's own diagnosis)");
+  }
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -275,6 +322,7 @@ NcclCommunicator::~NcclCommunicator() {
     }
   }
   if (barrier_buf_) cudaFree(barrier_buf_);
+  if (inputs_ready_) cudaEventDestroy(inputs_ready_);
   if (stream_) cudaStreamDestroy(stream_);
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -324,6 +372,10 @@ Work NcclCommunicator::dispatch(const CollectiveCall& call, bool async) {
   MIRROR_CHECK_CUDA(cudaSetDevice(state_->device));
   if (call.count > 0) {
     try {
+      // The inputs are written by work queued on the legacy default stream (the trainer's kernels, its
+      // copies): the collective starts after it.
+      MIRROR_CHECK_CUDA(cudaEventRecord(inputs_ready_, cudaStreamLegacy));
+      MIRROR_CHECK_CUDA(cudaStreamWaitEvent(stream_, inputs_ready_, 0));
       launch(call);
     } catch (const Error& e) {
       state_->fail(e.kind(), what + ": " + e.message(), __FILE__, __LINE__, &call);

@@ -3,10 +3,14 @@
 // NCCL in the build; scripts/gpu-check.sh runs it where there is one.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "collective_checks.h"
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/device.h"
 #include "mirror/coll/nccl_id.h"
+#include "mirror/coll/runtime.h"
 
 namespace mirror::coll::testing {
 namespace {
@@ -16,12 +20,19 @@ std::unique_ptr<Communicator>& nccl_slot() {
   return comm;
 }
 
+// Whether every rank of this host can have a GPU of its own, or NCCL is asked to let ranks share one
+// (NCCL 2.30 and later, experimental: NCCL_MULTI_RANK_GPU_ENABLE=1, as on a one-GPU test machine).
+bool gpus_for_every_rank() {
+  const char* shared = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return cuda_device_count() >= MpiRuntime::local_size() || (shared && std::string(shared) == "1");
+}
+
 // Made once, on first use; destroyed when the test program ends, before MPI and CUDA shut down.
 Communicator* nccl_comm() {
   static bool tried = false;
   if (!tried) {
     tried = true;
-    if (nccl_built() && cuda_device_count() > 0) {
+    if (nccl_built() && cuda_device_count() > 0 && gpus_for_every_rank()) {
       CommOptions o;
       o.backend = parse_backend("nccl");
       o.timeout = std::chrono::seconds(60);
@@ -37,8 +48,9 @@ class NcclEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kNcclEnv = ::testing::AddGlobalTestEnvironment(new NcclEnvironment);
 
-#define NEED_GPU()                                                        \
-  if (!nccl_comm()) GTEST_SKIP() << "no GPU or no NCCL in this build"; \
+#define NEED_GPU()                                                                           \
+  if (!nccl_comm())                                                                          \
+    GTEST_SKIP() << "no GPU, no NCCL in this build, or fewer GPUs than ranks on this host";  \
   Communicator& c = *nccl_comm()
 
 class NcclByType : public ::testing::TestWithParam<DataType> {};

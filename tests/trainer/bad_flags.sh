@@ -35,7 +35,8 @@ expect_error 2 "--resume auto needs --checkpoint-dir" mpi 1 "$TRAINER" "${d[@]}"
 expect_error 2 "--data is required" mpi 1 "$TRAINER" --epochs 1
 expect_error nonzero "cnn:3" mpi 2 "$TRAINER" "${d[@]}" --model cnn:3
 expect_error nonzero "mlp:0" mpi 1 "$TRAINER" "${d[@]}" --model mlp:0
-expect_error nonzero "no CUDA GPU is visible|no GPU" mpi 1 "$TRAINER" "${d[@]}" --device cuda
+# With no GPU visible (hidden where the machine has one), --device cuda is an error that says so.
+CUDA_VISIBLE_DEVICES= expect_error nonzero "no CUDA GPU is visible|no GPU" mpi 1 "$TRAINER" "${d[@]}" --device cuda
 expect_error nonzero "missing.h5" mpi 2 "$TRAINER" --data "$TMP/missing.h5" --epochs 1
 expect_error nonzero "ranks? x batch|fit" mpi 2 "$TRAINER" "${d[@]}" --batch-size 4096
 
