@@ -4,8 +4,8 @@
 // (shm_segment.h) behind the synchronisation block (shm_control.h). Algorithms, pipelined in steps of at
 // most one buffer so large messages need no segment as large as the message:
 //   allreduce <= 64 KiB (or bytes x ranks <= 4 MiB): each rank copies its input into its buffer; one
-//     sync; each rank reduces all buffers into its output (one copy in, one read of every input; a
-//     single synchronisation).
+//     sync; each rank reduces the other ranks' buffers and its own input into its output (one copy in,
+//     one read of every input; a single synchronisation).
 //   allreduce (larger): reduce-scatter + all-gather through the buffers, pipelined with ONE sync per step:
 //     each rank copies in the chunks the OTHER ranks reduce; sync; rank r reduces chunk r (its own from
 //     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
