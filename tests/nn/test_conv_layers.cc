@@ -5,6 +5,9 @@
 // the shapes oneDNN computes by Winograd on AVX-512 (3×3, stride 1, 16 and 32 channels), and where it is chosen.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <string>
+
 #include "layer_checks.h"
 #include "mirror/error.h"
 #include "mirror/nn/cpu_kernels.h"
@@ -150,6 +153,33 @@ TEST(Conv2d, PlainAndBlockedLayoutsAgree) {
     expect_close(wg, to_double(plain.wg), 1e-5, "dW");
     expect_close(bg, to_double(plain.bg), 1e-5, "db");
   }
+}
+
+// An image model's first layer (1 input channel, 3×3) where the model lets y be blocked: oneDNN's first-layer
+// direct kernels read the plain x and write a blocked y, instead of im2col + GEMM on plain layouts (conv2d_cpu.cc,
+// first_layer), from AVX2 on; the values are the plain loops' all the same, and dW/db the central differences'.
+TEST(Conv2d, FirstLayerTakesPlainInputAndGivesBlockedOutputThroughTheDirectKernels) {
+  const ConvCase k{3, 1, 10, 9, 16, 3, 3, 1, 1, 1, 1, true};
+  ConvFixture f(k);
+  f.layer.set_blocked_output(true);
+  const Tensor& y = f.layer.forward(f.xt);
+  const std::string impl = f.layer.implementation();
+  std::cout << "first layer (" << cpu_isa_name() << "): " << impl << ", y " << (y.blocked() ? "blocked" : "NCHW") << "\n";
+  const auto xd = to_double(f.x), wd = to_double(f.w), bd = to_double(f.b);
+  expect_close(testing::nchw_values(y), conv_ref(k, xd, wd, bd), 1e-5, "y");
+  if (cpu_isa_name() != "sse41") {  // oneDNN's ISA (test_nn_cpu_kernels checks it against cpuid): AVX2 or better
+    EXPECT_TRUE(y.blocked()) << impl;
+    EXPECT_EQ(impl.rfind("jit", 0), 0u) << "forward should be a direct JIT kernel, not GEMM: " << impl;
+  }
+  const auto r = random_vector(k.n * k.o * k.oh() * k.ow(), 77);
+  Tensor dy = testing::blocked_tensor(r, {k.n, k.o, k.oh(), k.ow()}, y.layout());
+  if (!y.blocked()) dy = host_tensor(r, {k.n, k.o, k.oh(), k.ow()});
+  EXPECT_EQ(f.layer.backward(dy, GradMode::kOverwrite, false, {}), nullptr);  // a first layer needs no dx
+  const double h = 1e-3;
+  expect_close(f.wg, central_differences([&](const auto& v) { return weighted(conv_ref(k, xd, v, bd), r); }, wd, h),
+               1e-4, "dW");
+  expect_close(f.bg, central_differences([&](const auto& v) { return weighted(conv_ref(k, xd, wd, v), r); }, bd, h),
+               1e-4, "db");
 }
 
 // Sets the process-wide convolution algorithm for one test and puts the library default back after it.
