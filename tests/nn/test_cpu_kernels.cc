@@ -56,14 +56,16 @@ TEST(CpuKernels, DescriptionNamesLibraryVersionThreadsAndIsa) {
   EXPECT_EQ(d.rfind("oneDNN 2.", 0), 0u) << d;
   EXPECT_NE(d.find("thread"), std::string::npos) << d;
   EXPECT_NE(d.find(cpu_isa_name()), std::string::npos) << d;
-  // Mirror's BatchNorm2d loops follow oneDNN's ISA (AVX2 build from AVX2 on), which the test above checks.
+  // Mirror's BatchNorm2d and blocked pooling loops follow oneDNN's ISA (AVX2 builds from AVX2 on), which the test
+  // above checks.
   const std::string isa = cpu_isa_name();
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
   const bool avx2 = isa.rfind("avx2", 0) == 0 || isa.rfind("avx512", 0) == 0;
 #else
   const bool avx2 = false;  // the AVX2 build exists only on x86-64 with GCC
 #endif
-  EXPECT_NE(d.find(avx2 ? "BatchNorm loops avx2" : "BatchNorm loops baseline"), std::string::npos) << d;
+  EXPECT_NE(d.find(avx2 ? "BatchNorm and pooling loops avx2" : "BatchNorm and pooling loops baseline"), std::string::npos)
+      << d;
   // Then the convolutions' algorithm as it computes: Winograd only where asked for and oneDNN has it (avx512_core
   // and better, so cpuid decides through the test above).
   ASSERT_EQ(cpu_conv_algorithm(), CpuConvAlgorithm::kDirect);

@@ -46,11 +46,10 @@ class BatchNormKernels {
                               const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) = 0;
 };
 
-// The CPU loops for this CPU (batch_norm2d_cpu_select.cc): the AVX2 build or the baseline one.
+// The CPU loops for this CPU (batch_norm2d_cpu_select.cc): the AVX2 build or the baseline one (cpu_loops_isa.h).
 std::unique_ptr<BatchNormKernels> make_batch_norm_cpu();
 std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_baseline();
 std::unique_ptr<BatchNormKernels> make_batch_norm_cpu_avx2();  // x86-64 with GCC only
-bool batch_norm_cpu_uses_avx2();
 #if MIRROR_HAVE_CUDA
 std::unique_ptr<BatchNormKernels> make_batch_norm_cuda(Device device);
 #endif

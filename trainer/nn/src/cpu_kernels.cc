@@ -7,7 +7,7 @@
 #include <atomic>
 #include <sstream>
 
-#include "batch_norm2d_kernels.h"
+#include "cpu_loops_isa.h"
 #include "mirror/nn/device.h"
 
 namespace mirror::nn {
@@ -39,8 +39,8 @@ std::string cpu_kernels_description() {
   std::ostringstream s;
   const int threads = cpu_threads();
   s << "oneDNN " << v->major << "." << v->minor << "." << v->patch << " (" << runtime << ", " << threads
-    << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name() << ", BatchNorm loops "
-    << (detail::batch_norm_cpu_uses_avx2() ? "avx2" : "baseline") << ", conv ";
+    << (threads == 1 ? " thread) " : " threads) ") << cpu_isa_name() << ", BatchNorm and pooling loops "
+    << (detail::cpu_loops_use_avx2() ? "avx2" : "baseline") << ", conv ";
   if (cpu_conv_algorithm() == CpuConvAlgorithm::kDirect)
     s << "direct";
   else if (onednn_has_winograd())

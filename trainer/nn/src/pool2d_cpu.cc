@@ -3,11 +3,12 @@
 // Why not oneDNN here: oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 and runs its reference kernel,
 // which took 54% of a keras-cnn training step (perf, batch 64, one thread, AMD EPYC AVX2; docs/benchmarks.md);
 // these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_blocked.cc's
-// loops, which compute the same values lane by lane.
+// loops (their AVX2 build where the CPU and oneDNN run AVX2), which compute the same values lane by lane.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "cpu_loops_isa.h"
 #include "pool2d_kernels.h"
 
 namespace mirror::nn::detail {
@@ -152,7 +153,12 @@ class LoopPool2d final : public Pool2dKernels {
 }  // namespace
 
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem) {
-  if (problem.layout != Layout::kNchw) return make_pool2d_cpu_blocked(problem);
+  if (problem.layout != Layout::kNchw) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (cpu_loops_use_avx2()) return make_pool2d_cpu_blocked_avx2(problem);
+#endif
+    return make_pool2d_cpu_blocked_baseline(problem);
+  }
   return std::make_unique<LoopPool2d>(problem);
 }
 

@@ -48,9 +48,11 @@ struct Pool2dProblem {
   Layout layout = Layout::kNchw;  // of x, y, dy and dx (blocked only on the CPU)
 };
 
-// The NCHW loops, or make_pool2d_cpu_blocked's for a blocked layout.
+// The NCHW loops, or for a blocked layout the blocked ones (pool2d_cpu_blocked.cc), in their AVX2 build where
+// cpu_loops_use_avx2 says so (cpu_loops_isa.h), else the baseline one.
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem);
-std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked(const Pool2dProblem& problem);
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_baseline(const Pool2dProblem& problem);
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_avx2(const Pool2dProblem& problem);  // x86-64 with GCC only
 #if MIRROR_HAVE_CUDA
 std::unique_ptr<Pool2dKernels> make_pool2d_cuda(const Pool2dProblem& problem);
 #endif

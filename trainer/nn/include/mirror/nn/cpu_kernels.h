@@ -11,9 +11,9 @@ namespace mirror::nn {
 // "avx512_core_vnni", "avx512_core_bf16", "avx512_core_amx", or "unknown(0x..)".
 std::string cpu_isa_name();
 
-// "oneDNN 2.6.3 (OpenMP, 1 thread) avx2, BatchNorm loops avx2, conv direct": Mirror's own BatchNorm2d loops are
-// built twice and run as AVX2 code when the CPU has it and oneDNN's ISA is AVX2 or better, else as the baseline
-// (SSE2) build; then the convolutions' algorithm as it computes: "direct", "winograd (3x3 stride 1)", or
+// "oneDNN 2.6.3 (OpenMP, 1 thread) avx2, BatchNorm and pooling loops avx2, conv direct": Mirror's own BatchNorm2d
+// loops and blocked pooling loops are built twice and run as AVX2 code when the CPU has it and oneDNN's ISA is AVX2
+// or better, else as the baseline (SSE2) build; then the convolutions' algorithm as it computes: "direct", "winograd (3x3 stride 1)", or
 // "direct (no Winograd kernels for avx2)" where Winograd was asked for at an ISA without it.
 std::string cpu_kernels_description();
 

@@ -1,0 +1,11 @@
+// cpu_loops_isa.h (private) — which build of Mirror's own vectorised CPU loops (BatchNorm2d's, and pooling's over
+// blocked layouts) runs: the AVX2 one when the CPU has AVX2 and oneDNN runs at AVX2 or better (cpu_isa_name:
+// ONEDNN_MAX_CPU_ISA lowers both at once, which is how the baseline builds are tested on AVX2 machines), else the
+// baseline (x86-64: SSE2) one. The AVX2 builds exist on x86-64 with GCC only.
+#pragma once
+
+namespace mirror::nn::detail {
+
+bool cpu_loops_use_avx2();
+
+}  // namespace mirror::nn::detail
