@@ -15,15 +15,18 @@ targets=(test_nn_cuda test_nn_cnn_cuda test_nn_finite)
 
 [ -f "$build/CMakeCache.txt" ] || { echo "gpu-bundle: no build in $build (run scripts/test.sh first)" >&2; exit 2; }
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"
+binaries=()
 for t in "${targets[@]}"; do
-  if ! ldd "$(find "$build/tests" -name "$t" -type f | head -1)" | grep -q 'libcudart'; then
+  bin="$(find "$build/tests" -name "$t" -type f | head -1)"
+  if [ -z "$bin" ] || ! ldd "$bin" | grep -q 'libcudart'; then
     echo "gpu-bundle: $t does not link the CUDA runtime: $build was configured without CUDA" >&2; exit 2
   fi
+  binaries+=("$bin")
 done
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-for t in "${targets[@]}"; do cp "$(find "$build/tests" -name "$t" -type f | head -1)" "$out/bin/"; done
+cp "${binaries[@]}" "$out/bin/"
 # The libraries to carry: what the binaries load, except glibc's own, the C++ runtime (the other machine's
 # is as new or newer) and the CUDA math libraries, which are taken from there.
 carry_pattern='libdnnl|libgomp|libOpenCL|libcudart'

@@ -288,7 +288,6 @@ NcclCommunicator::NcclCommunicator(const CommOptions& options, int rank, int siz
     cudaEventDestroy(inputs_ready_);
     cudaStreamDestroy(stream_);
     MPI_Comm_free(&mpi_comm_);
-    state_->comm = nullptr;
     int version = 0;
     ncclGetVersion(&version);
     std::string why;

@@ -7,7 +7,7 @@
 namespace mirror::nn::detail {
 
 std::unique_ptr<BatchNormKernels> make_batch_norm_cpu() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if MIRROR_AVX2_LOOP_BUILDS
   if (cpu_loops_use_avx2()) return make_batch_norm_cpu_avx2();
 #endif
   return make_batch_norm_cpu_baseline();

@@ -8,7 +8,7 @@
 namespace mirror::nn::detail {
 
 bool cpu_loops_use_avx2() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if MIRROR_AVX2_LOOP_BUILDS
   static const bool avx2 = [] {
     const std::string isa = cpu_isa_name();
     return __builtin_cpu_supports("avx2") && (isa.rfind("avx2", 0) == 0 || isa.rfind("avx512", 0) == 0);

@@ -4,6 +4,13 @@
 // baseline (x86-64: SSE2) one. The AVX2 builds exist on x86-64 with GCC only.
 #pragma once
 
+// Whether this compiler builds the AVX2 copies of the loops (x86-64 with GCC: its target pragma).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MIRROR_AVX2_LOOP_BUILDS 1
+#else
+#define MIRROR_AVX2_LOOP_BUILDS 0
+#endif
+
 namespace mirror::nn::detail {
 
 bool cpu_loops_use_avx2();

@@ -154,7 +154,7 @@ class LoopPool2d final : public Pool2dKernels {
 
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem) {
   if (problem.layout != Layout::kNchw) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if MIRROR_AVX2_LOOP_BUILDS
     if (cpu_loops_use_avx2()) return make_pool2d_cpu_blocked_avx2(problem);
 #endif
     return make_pool2d_cpu_blocked_baseline(problem);

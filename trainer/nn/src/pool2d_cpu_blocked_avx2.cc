@@ -1,6 +1,8 @@
 // pool2d_cpu_blocked_avx2.cc — the blocked pooling loops (pool2d_cpu_blocked.cc) built a second time for AVX2, on
 // x86-64 with GCC; make_pool2d_cpu (pool2d_cpu.cc) picks them where cpu_loops_use_avx2 says so.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include "cpu_loops_isa.h"
+
+#if MIRROR_AVX2_LOOP_BUILDS
 #define MIRROR_POOL_CPU_AVX2 1
 #include "pool2d_cpu_blocked.cc"
 #endif
