@@ -179,6 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BlockedCase{{2, 16, 7, 9, 2, 2, 2, 2, 0, 0}, Layout::kNChw8c},    // 2×2 / 2, odd: last row, column unused
                       BlockedCase{{2, 16, 6, 6, 2, 2, 2, 2, 0, 0}, Layout::kNChw16c},   // 2×2 / 2, even
                       BlockedCase{{1, 32, 7, 7, 2, 2, 2, 2, 0, 0}, Layout::kNChw16c},   // batch 1, two blocks
+                      BlockedCase{{2, 16, 13, 11, 2, 2, 2, 2, 0, 0}, Layout::kNChw16c}, // 30 pixels: 8×8 transposes
+                      BlockedCase{{2, 32, 10, 12, 2, 2, 2, 2, 0, 0}, Layout::kNChw8c},  // and a tail, four blocks
                       BlockedCase{{1, 16, 7, 7, 3, 3, 2, 2, 1, 1}, Layout::kNChw8c},    // overlapping, padded
                       BlockedCase{{2, 16, 9, 5, 3, 3, 2, 2, 1, 1}, Layout::kNChw16c},
                       BlockedCase{{3, 8, 5, 8, 3, 2, 1, 2, 1, 1}, Layout::kNChw8c},     // non-square window

@@ -1,8 +1,9 @@
 // pool2d.cc — mirror/nn/pool2d.h: window checks and shapes; the arithmetic is the device's Pool2dKernels
 // (pool2d_kernels.h: loops on the CPU, cuDNN on CUDA), built per input shape, layout and training flag and
-// rebuilt when one changes. A blocked x (CPU) is pooled in its layout; when y must leave NCHW, the pooled tensor
-// is reordered (layout_bridge.h) and so is dy on its way back. A ReLU absorbed by max pooling runs on the pooled
-// output (ops::relu_*, elementwise, so in whatever layout y has).
+// rebuilt when one changes. Kernels that can (fused(): the CPU's 2×2 max pooling of a blocked x) apply an absorbed
+// ReLU and write y in the layout it leaves in themselves. Otherwise a blocked x (CPU) is pooled in its layout; when
+// y must leave NCHW, the pooled tensor is reordered (layout_bridge.h) and so is dy on its way back; and a ReLU
+// absorbed by max pooling runs on the pooled output (ops::relu_*, elementwise, so in whatever layout y has).
 #include "mirror/nn/pool2d.h"
 
 #include "mirror/nn/avg_pool2d.h"
@@ -42,9 +43,11 @@ Shape Pool2d::output_sample_shape(const Shape& s) const {
 
 detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_shape, Layout layout,
                                            bool training) {
-  if (kernels_ && kernels_shape_ == x_shape && kernels_layout_ == layout && kernels_training_ == training)
+  if (kernels_ && kernels_shape_ == x_shape && kernels_layout_ == layout && kernels_training_ == training &&
+      kernels_relu_ == relu_after_ && kernels_blocked_output_ == blocked_output_)
     return *kernels_;
-  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_, layout};
+  const Layout y_layout = layout != Layout::kNchw && blocked_output_ ? layout : Layout::kNchw;
+  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_, layout, y_layout, relu_after_};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
 #else
@@ -54,6 +57,8 @@ detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_
   kernels_shape_ = x_shape;
   kernels_layout_ = layout;
   kernels_training_ = training;
+  kernels_relu_ = relu_after_;
+  kernels_blocked_output_ = blocked_output_;
   return *kernels_;
 }
 
@@ -63,6 +68,13 @@ const Tensor& Pool2d::forward(const Tensor& x) {
   const Shape out = output_sample_shape({x.dim(1), x.dim(2), x.dim(3)});
   const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
   detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, x.layout(), training());
+  x_ = training() ? &x : nullptr;
+  if (k.fused()) {  // y = [relu] pool(x) in the layout it leaves in, in one pass
+    y_.resize(y_shape);
+    y_.set_layout(x.blocked() && blocked_output_ ? x.layout() : Layout::kNchw);
+    k.forward(x.data(), y_.data());
+    return y_;
+  }
   const bool to_nchw = x.blocked() && !blocked_output_;
   Tensor& y = to_nchw ? y_x_layout_ : y_;  // y in x's layout
   y.resize(y_shape);
@@ -76,7 +88,6 @@ const Tensor& Pool2d::forward(const Tensor& x) {
     k.forward(x.data(), y.data());
   }
   if (to_nchw) y_to_nchw_->run(y, Layout::kNchw, y_);
-  x_ = training() ? &x : nullptr;
   return y_;
 }
 
@@ -92,6 +103,12 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,
                kind() << " backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy.layout()));
   if (!need_dx) return nullptr;
+  dx_.resize(x_->shape());
+  dx_.set_layout(x_->layout());
+  if (kernels_->fused()) {
+    kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
+    return &dx_;
+  }
   const Tensor* g = &dy;  // the pooling's output gradient, then in x's layout
   if (relu_after_) {
     dy_pooled_.resize(dy.shape());
@@ -105,8 +122,6 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   }
   // The pooling's own output, in x's layout (what cuDNN's backward reads; the CPU loops keep their winners).
   const Tensor& pooled = relu_after_ ? pooled_ : y_.layout() == x_->layout() ? y_ : y_x_layout_;
-  dx_.resize(x_->shape());
-  dx_.set_layout(x_->layout());
   kernels_->backward(x_->data(), pooled.data(), g->data(), dx_.data());
   return &dx_;
 }

@@ -2,8 +2,9 @@
 // planes. Training max pooling keeps each output's winner (its index in the input plane) for backward.
 // Why not oneDNN here: oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 and runs its reference kernel,
 // which took 54% of a keras-cnn training step (perf, batch 64, one thread, AMD EPYC AVX2; docs/benchmarks.md);
-// these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_blocked.cc's
-// loops (their AVX2 build where the CPU and oneDNN run AVX2), which compute the same values lane by lane.
+// these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_max2x2.cc's
+// one-pass 2×2 max pooling or else to pool2d_cpu_blocked.cc's loops (each in its AVX2 build where the CPU and
+// oneDNN run AVX2), which compute the same values lane by lane.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -154,10 +155,12 @@ class LoopPool2d final : public Pool2dKernels {
 
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem) {
   if (problem.layout != Layout::kNchw) {
+    const bool max_2x2 = problem.mode == PoolMode::kMax && is_2x2_stride_2(problem.window);
 #if MIRROR_AVX2_LOOP_BUILDS
-    if (cpu_loops_use_avx2()) return make_pool2d_cpu_blocked_avx2(problem);
+    if (cpu_loops_use_avx2())
+      return max_2x2 ? make_pool2d_cpu_max2x2_avx2(problem) : make_pool2d_cpu_blocked_avx2(problem);
 #endif
-    return make_pool2d_cpu_blocked_baseline(problem);
+    return max_2x2 ? make_pool2d_cpu_max2x2_baseline(problem) : make_pool2d_cpu_blocked_baseline(problem);
   }
   return std::make_unique<LoopPool2d>(problem);
 }

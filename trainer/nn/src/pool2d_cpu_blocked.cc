@@ -1,17 +1,16 @@
 // pool2d_cpu_blocked.cc — Pool2d's CPU kernels (pool2d_kernels.h) over oneDNN's channel-blocked layouts nChw8c /
-// nChw16c (tensor.h: the b channels of a block are the b contiguous lanes of each pixel). Every loop of
-// pool2d_cpu.cc's NCHW kernels runs here with the b lanes innermost (omp simd over whole vectors of b channels;
-// the general max window is a plain loop over them):
-// a 2×2 stride-2 max window is the element-wise max of 4 vectors, its winner tracked per lane by compare and
-// select. Each output lane does exactly what the NCHW loops do for its channel — the same comparisons in the same
-// order (ties to the first position in row-major order, padding never wins), the same winner (its index in the
-// H×W plane), the same summation order for averages and for dx — so results equal the NCHW path bit for bit
-// (tests/nn: test_nn_pool_layers, test_nn_blocked_layouts).
+// nChw16c (tensor.h: the b channels of a block are the b contiguous lanes of each pixel) for every window but the
+// common 2×2 stride-2 max pooling (pool2d_cpu_max2x2.cc's, in one pass): max pooling with any window and average
+// pooling. Every loop of pool2d_cpu.cc's NCHW kernels runs here with the b lanes innermost (omp simd over whole
+// vectors of b channels for averages; the max window is a plain loop over them). Each output lane does exactly
+// what the NCHW loops do for its channel — the same comparisons in the same order (ties to the first position in
+// row-major order, padding never wins), the same winner (its index in the H×W plane), the same summation order
+// for averages and for dx — so results equal the NCHW path bit for bit (tests/nn: test_nn_pool_layers,
+// test_nn_blocked_layouts).
 // This file builds the baseline (x86-64: SSE2) loops; pool2d_cpu_blocked_avx2.cc includes it again to build them
 // for AVX2 (GCC's target pragma below, after the library headers, so that only this file's own functions, of
-// internal linkage, get AVX2 code), which has 8 lanes a vector and blends for the winner's select: 2×2 stride-2
-// max pooling on nChw16c, forward + backward, 1.4–2.0x faster on an AMD Zen 4 (docs/compute.md). Max, compare and
-// select are exact and the sums keep their order per lane, without FMA: the same bits as the baseline build.
+// internal linkage, get AVX2 code). The sums keep their order per lane, without FMA: the same bits as the
+// baseline build.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -41,15 +40,12 @@ class BlockedLoopPool2d final : public Pool2dKernels {
       std::int32_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
       if (mode_ != PoolMode::kMax)
         average_block(xb, yb);
-      else if (is_2x2_stride_2())
-        max_block_2x2(xb, yb, win);
       else
         max_block(xb, yb, win);
     }
   }
 
   void backward(const float*, const float*, const float* dy, float* dx) override {
-    if (mode_ == PoolMode::kMax && is_2x2_stride_2()) return max_backward_2x2(dy, dx);
     std::fill(dx, dx + blocks_ * in_size(), 0.0f);
     for (std::int64_t k = 0; k < blocks_; ++k) {
       if (mode_ == PoolMode::kMax)
@@ -64,43 +60,6 @@ class BlockedLoopPool2d final : public Pool2dKernels {
   std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // and of the output (and of the winners)
 
   ClippedWindow clip(std::int64_t oh, std::int64_t ow) const { return clip_window(w_, oh, ow, in_h_, in_w_); }
-
-  bool is_2x2_stride_2() const { return detail::is_2x2_stride_2(w_); }
-
-  // The 2×2 stride-2 window, no padding: pool2d_cpu.cc's max_plane_2x2 with the b lanes of a pixel as its vector.
-  void max_block_2x2(const float* x, float* y, std::int32_t* win) const {
-    const auto w32 = static_cast<std::int32_t>(in_w_);
-    for (std::int64_t oh = 0; oh < out_h_; ++oh) {
-      const float* r0 = x + 2 * oh * in_w_ * B;
-      const float* r1 = r0 + in_w_ * B;
-      for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-        const float* __restrict a = r0 + 2 * ow * B;
-        const float* __restrict c = r1 + 2 * ow * B;
-        float* __restrict yo = y + (oh * out_w_ + ow) * B;
-        if (!win) {
-#pragma omp simd
-          for (std::int64_t l = 0; l < B; ++l)
-            yo[l] = std::max(std::max(a[l], a[B + l]), std::max(c[l], c[B + l]));
-          continue;
-        }
-        std::int32_t* __restrict wo = win + (oh * out_w_ + ow) * B;
-        const auto base = static_cast<std::int32_t>(2 * oh * in_w_ + 2 * ow);
-#pragma omp simd
-        for (std::int64_t l = 0; l < B; ++l) {
-          float best = a[l];
-          std::int32_t at = base;
-          at = a[B + l] > best ? base + 1 : at;
-          best = a[B + l] > best ? a[B + l] : best;
-          at = c[l] > best ? base + w32 : at;
-          best = c[l] > best ? c[l] : best;
-          at = c[B + l] > best ? base + w32 + 1 : at;
-          best = c[B + l] > best ? c[B + l] : best;
-          yo[l] = best;
-          wo[l] = at;
-        }
-      }
-    }
-  }
 
   // Any window: only positions inside the plane compete (every window has one, as pad <= kernel / 2), scanned in
   // row-major order; a later position wins only when strictly greater. A loop over the lanes (GCC 12 does not
@@ -148,42 +107,6 @@ class BlockedLoopPool2d final : public Pool2dKernels {
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) yo[l] = sum[l] * inv;
       }
-  }
-
-  // 2×2 windows, stride 2: each window's four dx are written once (the winner's lane gets dy, the others 0), and
-  // only the row and column no window reaches (odd sizes) are cleared.
-  void max_backward_2x2(const float* dy, float* dx) const {
-    const auto w32 = static_cast<std::int32_t>(in_w_);
-    for (std::int64_t k = 0; k < blocks_; ++k) {
-      const float* dyb = dy + k * out_size();
-      const std::int32_t* wb = winner_.data() + k * out_size();
-      float* dxb = dx + k * in_size();
-      for (std::int64_t oh = 0; oh < out_h_; ++oh) {
-        float* r0 = dxb + 2 * oh * in_w_ * B;
-        float* r1 = r0 + in_w_ * B;
-        for (std::int64_t ow = 0; ow < out_w_; ++ow) {
-          const float* __restrict g = dyb + (oh * out_w_ + ow) * B;
-          const std::int32_t* __restrict at = wb + (oh * out_w_ + ow) * B;
-          float* __restrict a = r0 + 2 * ow * B;
-          float* __restrict c = r1 + 2 * ow * B;
-          const auto base = static_cast<std::int32_t>(2 * oh * in_w_ + 2 * ow);
-#pragma omp simd
-          for (std::int64_t l = 0; l < B; ++l) {  // every value computed before the stores: they if-convert
-            const float gl = g[l];
-            const std::int32_t w = at[l];
-            const float v0 = w == base ? gl : 0.0f, v1 = w == base + 1 ? gl : 0.0f;
-            const float v2 = w == base + w32 ? gl : 0.0f, v3 = w == base + w32 + 1 ? gl : 0.0f;
-            a[l] = v0;
-            a[B + l] = v1;
-            c[l] = v2;
-            c[B + l] = v3;
-          }
-        }
-        std::fill(r0 + 2 * out_w_ * B, r0 + in_w_ * B, 0.0f);
-        std::fill(r1 + 2 * out_w_ * B, r1 + in_w_ * B, 0.0f);
-      }
-      std::fill(dxb + 2 * out_h_ * in_w_ * B, dxb + in_size(), 0.0f);
-    }
   }
 
   // dx (zeroed) += each output's dy at its winner, outputs in order: per channel the NCHW loop's additions.

@@ -37,6 +37,10 @@ class Pool2dKernels {
   virtual void forward(const float* x, float* y) = 0;
   // dx from dy; x and y are the last training forward's input and output (still alive, unchanged).
   virtual void backward(const float* x, const float* y, const float* dy, float* dx) = 0;
+  // True when these kernels do the problem's relu and y_layout themselves: forward writes y = [relu] pool(x) in
+  // y_layout and backward takes that dy (and ignores x and y). Otherwise y and dy are pool(x) in x's layout and
+  // the layer applies the ReLU and reorders (pool2d.cc).
+  virtual bool fused() const { return false; }
 };
 
 struct Pool2dProblem {
@@ -45,14 +49,21 @@ struct Pool2dProblem {
   bool training = false;
   Shape x_shape, y_shape;
   Device device;
-  Layout layout = Layout::kNchw;  // of x, y, dy and dx (blocked only on the CPU)
+  Layout layout = Layout::kNchw;  // of x and dx (blocked only on the CPU); of y and dy unless fused()
+  // What the layer gives out, for kernels that can do it in the same pass (fused()): y in y_layout, and
+  // y = relu(pool(x)) when relu (a ReLU the layer absorbed).
+  Layout y_layout = Layout::kNchw;
+  bool relu = false;
 };
 
-// The NCHW loops, or for a blocked layout the blocked ones (pool2d_cpu_blocked.cc), in their AVX2 build where
+// The NCHW loops, or for a blocked layout the blocked ones: the one-pass 2×2 stride-2 max pooling
+// (pool2d_cpu_max2x2.cc, fused) or else the general loops (pool2d_cpu_blocked.cc), each in its AVX2 build where
 // cpu_loops_use_avx2 says so (cpu_loops_isa.h), else the baseline one.
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu(const Pool2dProblem& problem);
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_baseline(const Pool2dProblem& problem);
 std::unique_ptr<Pool2dKernels> make_pool2d_cpu_blocked_avx2(const Pool2dProblem& problem);  // x86-64 with GCC only
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_max2x2_baseline(const Pool2dProblem& problem);
+std::unique_ptr<Pool2dKernels> make_pool2d_cpu_max2x2_avx2(const Pool2dProblem& problem);  // x86-64 with GCC only
 #if MIRROR_HAVE_CUDA
 std::unique_ptr<Pool2dKernels> make_pool2d_cuda(const Pool2dProblem& problem);
 #endif

@@ -67,6 +67,7 @@ class Pool2d : public Layer {
   Shape kernels_shape_;  // what kernels_ were built for
   Layout kernels_layout_ = Layout::kNchw;
   bool kernels_training_ = false;
+  bool kernels_relu_ = false, kernels_blocked_output_ = false;
 };
 
 }  // namespace mirror::nn
