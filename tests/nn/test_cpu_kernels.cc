@@ -77,6 +77,9 @@ TEST(CpuKernels, DescriptionNamesLibraryVersionThreadsAndIsa) {
   EXPECT_NE(w.find(winograd ? ", conv winograd (3x3 stride 1)" : ", conv direct (no Winograd kernels for " + isa + ")"),
             std::string::npos)
       << w;
+  // Linear's forward product: oneDNN's matmul where oneDNN runs AVX-512 (its brgemm kernels), sgemm elsewhere.
+  const bool matmul = isa.rfind("avx512", 0) == 0;
+  EXPECT_NE(d.find(matmul ? ", linear forward matmul" : ", linear forward sgemm"), std::string::npos) << d;
 }
 
 }  // namespace

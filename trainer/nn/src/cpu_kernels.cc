@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cpu_loops_isa.h"
+#include "linear_cpu_matmul.h"
 #include "mirror/nn/device.h"
 
 namespace mirror::nn {
@@ -47,6 +48,7 @@ std::string cpu_kernels_description() {
     s << "winograd (3x3 stride 1)";
   else
     s << "direct (no Winograd kernels for " << cpu_isa_name() << ")";
+  s << ", linear forward " << (detail::cpu_linear_forward_uses_matmul() ? "matmul" : "sgemm");
   return s.str();
 }
 

@@ -1,10 +1,12 @@
-// linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b with sgemm; backward dW = dyᵀ·x, db = column sums of dy,
-// dx = dy·W, each one sgemm with the right transposes over the row-major buffers (no copies).
+// linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b (sgemm, or on AVX-512 CPUs a oneDNN matmul: linear_cpu_matmul.h);
+// backward dW = dyᵀ·x, db = column sums of dy, dx = dy·W, each one sgemm with the right transposes over the
+// row-major buffers (no copies).
 #include "mirror/nn/linear.h"
 
 #include <cmath>
 
 #include "init.h"
+#include "linear_cpu_matmul.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
@@ -17,7 +19,11 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device devic
     : in_(in_features), out_(out_features), has_bias_(bias), device_(device), y_({0}, device), dx_({0}, device) {
   MIRROR_CHECK(in_ > 0 && out_ > 0, kInvalidArgument,
                "linear layer needs positive sizes, got in=" << in_ << " out=" << out_);
+  if (device_.is_cpu() && detail::cpu_linear_forward_uses_matmul())
+    cpu_forward_ = std::make_unique<detail::CpuLinearForward>();
 }
+
+Linear::~Linear() = default;
 
 std::unique_ptr<Layer> Linear::create(const LayerArgs& args) {
   const std::int64_t out = args.settings.text("out_features") == "classes"
@@ -60,8 +66,11 @@ const Tensor& Linear::forward(const Tensor& x) {
   const std::int64_t batch = x.dim(0);
   x_ = &x;
   y_.resize({batch, out_});
-  ops::gemm(device_, Trans::kNo, Trans::kYes, batch, out_, in_, 1.0f, x.data(), in_, weight_.value, in_, 0.0f,
-            y_.data(), out_);
+  if (cpu_forward_)
+    cpu_forward_->run("linear", batch, out_, in_, x.data(), weight_.value, y_.data());
+  else
+    ops::gemm(device_, Trans::kNo, Trans::kYes, batch, out_, in_, 1.0f, x.data(), in_, weight_.value, in_, 0.0f,
+              y_.data(), out_);
   if (has_bias_) ops::add_row_bias(device_, y_.data(), bias_.value, batch, out_);
   return y_;
 }

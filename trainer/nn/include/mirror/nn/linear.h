@@ -10,10 +10,14 @@
 namespace mirror::nn {
 
 struct LayerArgs;
+namespace detail {
+class CpuLinearForward;  // src/linear_cpu_matmul.h
+}
 
 class Linear final : public Layer {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias = true);
+  ~Linear() override;
   // {"type": "linear", "out_features": N or "classes", "bias": true}; in_features from the input shape.
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
@@ -39,6 +43,7 @@ class Linear final : public Layer {
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward
   Tensor y_, dx_;
+  std::unique_ptr<detail::CpuLinearForward> cpu_forward_;  // the CPU's forward product, where it is a matmul
 };
 
 }  // namespace mirror::nn
