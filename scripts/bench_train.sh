@@ -105,7 +105,9 @@ run_ceiling() {  # two independent 1-rank Mirror runs started together, one per 
   wait "$first"
   python3 -c "print($(steady_mean "$tmp/c0.jsonl") + $(steady_mean "$tmp/c1.jsonl"))"
 }
-median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+# Medians and ratios of what ran: a system with no successful run has nan.
+median() { python3 -c "import statistics,sys; v=[float(x) for x in sys.argv[1:]]; print(statistics.median(v) if v else float('nan'))" "$@"; }
+ratio() { python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(a / b)" "$1" "$2"; }
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 cores="$(getconf _NPROCESSORS_ONLN)"  # (nproc would honour OMP_NUM_THREADS=1)
@@ -121,14 +123,24 @@ ceiling=0; [ "$#" -ge 2 ] && [ "$1" = 1 ] && [ "$cores" -ge 2 ] && ceiling=1
 for rep in $(seq 1 "$repeats"); do
   for np in $nps; do
     for s in $systems; do
-      v="$(run_"$s" "$np")"
+      # A failed run (a peer's mpirun job aborting at exit, say) is reported and left out; the others go on.
+      if ! v="$(run_"$s" "$np")"; then
+        echo "# repeat $rep: $s at np $np failed (its output above); left out of the medians"
+        failed="${failed:-}${failed:+, }$s at np $np (repeat $rep)"
+        continue
+      fi
       R[$s,$np]="${R[$s,$np]:-} $v"
       printf '{"repeat": %d, "system": "%s", "np": %d, "samples_per_s": %.1f}\n' "$rep" "$s" "$np" "$v"
     done
   done
   if [ "$ceiling" = 1 ]; then
-    v="$(run_ceiling)"; R[ceiling]="${R[ceiling]:-} $v"
-    printf '{"repeat": %d, "system": "mirror 2 x np1 together", "samples_per_s": %.1f}\n' "$rep" "$v"
+    if v="$(run_ceiling)"; then
+      R[ceiling]="${R[ceiling]:-} $v"
+      printf '{"repeat": %d, "system": "mirror 2 x np1 together", "samples_per_s": %.1f}\n' "$rep" "$v"
+    else
+      echo "# repeat $rep: the ceiling runs failed (their output above); left out"
+      failed="${failed:-}${failed:+, }ceiling (repeat $rep)"
+    fi
   fi
 done
 
@@ -136,9 +148,9 @@ printf '\n%4s' np; for s in $systems; do printf ' %12s' "$s"; done
 for s in $systems; do [ "$s" = mirror ] || printf ' %14s' "mirror/$s"; done; echo
 for np in $nps; do
   printf '%4d' "$np"
-  for s in $systems; do printf ' %12.0f' "$(median ${R[$s,$np]})"; done
+  for s in $systems; do printf ' %12.0f' "$(median ${R[$s,$np]:-})"; done
   for s in $systems; do
-    [ "$s" = mirror ] || printf ' %14.2f' "$(python3 -c "print($(median ${R[mirror,$np]})/$(median ${R[$s,$np]}))")"
+    [ "$s" = mirror ] || printf ' %14.2f' "$(ratio "$(median ${R[mirror,$np]:-})" "$(median ${R[$s,$np]:-})")"
   done
   echo
 done
@@ -146,10 +158,15 @@ if [ "$#" -ge 2 ]; then
   first="$1"; last="${!#}"
   printf '\nscaling np %s -> %s:' "$first" "$last"
   for s in $systems; do
-    printf ' %s %.2fx' "$s" "$(python3 -c "print($(median ${R[$s,$last]})/$(median ${R[$s,$first]}))")"
+    printf ' %s %.2fx' "$s" "$(ratio "$(median ${R[$s,$last]:-})" "$(median ${R[$s,$first]:-})")"
   done
   [ "$ceiling" = 1 ] &&
     printf '; ceiling for mirror (2 independent np1 runs together / np1): %.2fx' \
-      "$(python3 -c "print($(median ${R[ceiling]})/$(median ${R[mirror,1]}))")"
+      "$(ratio "$(median ${R[ceiling]:-})" "$(median ${R[mirror,1]:-})")"
   echo
+fi
+if [ -n "${failed:-}" ]; then
+  echo "# failed runs, left out of the medians: $failed"
+  # Mirror's own failures fail the script; a peer's only show here.
+  case ", $failed" in *", mirror "*|*", ceiling "*) exit 1 ;; esac
 fi
