@@ -37,7 +37,8 @@ struct Shape {
 };
 
 std::vector<Shape> linear_shapes(int batch) {
-  const std::pair<int, int> layers[] = {{784, 512}, {512, 256}, {256, 10}, {5408, 64}, {3136, 128}, {784, 2048}, {2048, 2048}};
+  const std::pair<int, int> layers[] = {{784, 512},  {512, 256},  {256, 10},   {5408, 64},
+                                        {3136, 128}, {784, 2048}, {2048, 2048}};
   std::vector<Shape> out;
   for (std::size_t l = 0; l < std::size(layers); ++l) {
     const auto [in, o] = layers[l];

@@ -47,7 +47,8 @@ detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_
       kernels_relu_ == relu_after_ && kernels_blocked_output_ == blocked_output_)
     return *kernels_;
   const Layout y_layout = layout != Layout::kNchw && blocked_output_ ? layout : Layout::kNchw;
-  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape, device_, layout, y_layout, relu_after_};
+  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape,
+                                      device_, layout, y_layout, relu_after_};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
 #else

@@ -58,8 +58,8 @@ void transpose(const float* src, std::int64_t src_stride, float* dst, std::int64
       }
     }
 #endif
-  for (; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
+  for (std::int64_t left = rows - r; left > 0; --left, ++r)  // the rows the 8×8 blocks left (all of them
+    for (std::int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];  // at baseline)
 }
 
 // out[l] = code[l] (0–4, exact in a float) for the B lanes of a pixel: with SSE2 four at a time converted and
@@ -68,7 +68,8 @@ template <std::int64_t B>
 void store_codes(const float* code, std::uint8_t* out) {
 #if defined(__SSE2__)
   for (std::int64_t l = 0; l < B; l += 8) {
-    const __m128i lo = _mm_packs_epi32(_mm_cvttps_epi32(_mm_loadu_ps(code + l)), _mm_cvttps_epi32(_mm_loadu_ps(code + l + 4)));
+    const __m128i lo =
+        _mm_packs_epi32(_mm_cvttps_epi32(_mm_loadu_ps(code + l)), _mm_cvttps_epi32(_mm_loadu_ps(code + l + 4)));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + l), _mm_packus_epi16(lo, lo));
   }
 #else
@@ -174,7 +175,9 @@ class BlockedMax2x2 final : public Pool2dKernels {
         for (std::int64_t l = 0; l < B; l += 8) {
           const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(at + l)));
           const __m256 gl = _mm256_loadu_ps(g + l);
-          const auto pass = [&](int j) { return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w, _mm256_set1_epi32(j))), gl); };
+          const auto pass = [&](int j) {  // gl where the winner is position j, else +0
+            return _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w, _mm256_set1_epi32(j))), gl);
+          };
           _mm256_storeu_ps(a + l, pass(0));
           _mm256_storeu_ps(a + B + l, pass(1));
           _mm256_storeu_ps(c + l, pass(2));
