@@ -17,6 +17,12 @@
 #include "pool2d_kernels.h"
 
 namespace mirror::nn {
+namespace {
+// The layout y leaves the layer in: x's blocked layout where the model allows it, else NCHW.
+Layout output_layout(Layout x_layout, bool blocked_output) {
+  return x_layout != Layout::kNchw && blocked_output ? x_layout : Layout::kNchw;
+}
+}  // namespace
 
 Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
     : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device), pooled_({0}, device),
@@ -46,9 +52,8 @@ detail::Pool2dKernels& Pool2d::kernels_for(const Shape& x_shape, const Shape& y_
   if (kernels_ && kernels_shape_ == x_shape && kernels_layout_ == layout && kernels_training_ == training &&
       kernels_relu_ == relu_after_ && kernels_blocked_output_ == blocked_output_)
     return *kernels_;
-  const Layout y_layout = layout != Layout::kNchw && blocked_output_ ? layout : Layout::kNchw;
-  const detail::Pool2dProblem problem{window_, mode_, training, x_shape, y_shape,
-                                      device_, layout, y_layout, relu_after_};
+  const detail::Pool2dProblem problem{
+      window_, mode_, training, x_shape, y_shape, device_, layout, output_layout(layout, blocked_output_), relu_after_};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_pool2d_cuda(problem) : detail::make_pool2d_cpu(problem);
 #else
@@ -72,7 +77,7 @@ const Tensor& Pool2d::forward(const Tensor& x) {
   x_ = training() ? &x : nullptr;
   if (k.fused()) {  // y = [relu] pool(x) in the layout it leaves in, in one pass
     y_.resize(y_shape);
-    y_.set_layout(x.blocked() && blocked_output_ ? x.layout() : Layout::kNchw);
+    y_.set_layout(output_layout(x.layout(), blocked_output_));
     k.forward(x.data(), y_.data());
     return y_;
   }

@@ -207,9 +207,9 @@ class BlockedMax2x2 final : public Pool2dKernels {
   void tile_to_planes(float* planes) const { transpose(tile_.data(), B, planes, out_h_ * out_w_, out_h_ * out_w_, B); }
   void planes_to_tile(const float* planes) {
     const std::int64_t n = out_h_ * out_w_;
-    // rows = lanes here, not a multiple of 8 pixels: 8×8 blocks over the lanes, the pixels' tail per element.
+    // rows = the B lanes, cols = the pixels: those of whole 8×8 blocks through transpose, the tail per element.
     const std::int64_t whole = n / 8 * 8;
-    for (std::int64_t p = 0; p < whole; p += 8) transpose(planes + p, n, tile_.data() + p * B, B, B, 8);
+    transpose(planes, n, tile_.data(), B, B, whole);
     for (std::int64_t p = whole; p < n; ++p)
       for (std::int64_t l = 0; l < B; ++l) tile_[static_cast<std::size_t>(p * B + l)] = planes[l * n + p];
   }
