@@ -74,8 +74,12 @@ std::vector<Statistic> ShmCommunicator::statistics() const {
   return s;
 }
 
-unsigned char* ShmCommunicator::slot(int q) const {
-  return data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
+unsigned char* ShmCommunicator::slot(int q, std::size_t bytes) const {
+  unsigned char* buffer = data_ + (static_cast<std::size_t>(q) * 2 + (use_ & 1)) * kShmSlotBytes;
+  if (bytes < kShmLaneMinBytes || bytes > kShmLaneMaxBytes) return buffer;
+  const std::size_t lane = (bytes + kShmLaneAlign - 1) / kShmLaneAlign * kShmLaneAlign;
+  // Uses of one buffer are every other use_: consecutive uses of a buffer take consecutive lanes.
+  return buffer + (use_ >> 1) % (kShmSlotBytes / lane) * lane;
 }
 
 void ShmCommunicator::begin_call(const CollectiveCall& call) {
@@ -147,9 +151,10 @@ void ShmCommunicator::allreduce_small(const CollectiveCall& call, const OpContex
   // was up to 2x slower at 256 KiB-1 MiB (docs/collectives-shm.md): the other ranks are reading those lines
   // at the same time, and it is a second stream through the cache for the same bytes.
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
-  std::memcpy(slot(rank_), call.send, call.count * dtype_size(call.type));
+  const std::size_t bytes = call.count * dtype_size(call.type);
+  std::memcpy(slot(rank_, bytes), call.send, bytes);
   step(call, ctx);
-  for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? call.send : slot(q);
+  for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? call.send : slot(q, bytes);
   shm_reduce(call.recv, nullptr, srcs.data(), size_, call.count, call.type, call.op, size_);
   next_use();
 }
@@ -405,9 +410,9 @@ void ShmCommunicator::do_broadcast(const CollectiveCall& call, const OpContext& 
   if (single_copy(call)) return broadcast_single(call, ctx);
   for (std::size_t off = 0; off < bytes; off += kShmSlotBytes) {
     const std::size_t len = std::min(kShmSlotBytes, bytes - off);
-    if (rank_ == call.root) std::memcpy(slot(rank_), buf + off, len);
+    if (rank_ == call.root) std::memcpy(slot(rank_, len), buf + off, len);
     step(call, ctx);
-    if (rank_ != call.root) std::memcpy(buf + off, slot(call.root), len);
+    if (rank_ != call.root) std::memcpy(buf + off, slot(call.root, len), len);
     next_use();
   }
 }
@@ -425,10 +430,10 @@ void ShmCommunicator::do_allgather(const CollectiveCall& call, const OpContext& 
   const std::size_t per_step = kShmSlotBytes / es;
   for (std::size_t b = 0; b < count; b += per_step) {
     const std::size_t m = std::min(per_step, count - b);
-    if (size_ > 1) std::memcpy(slot(rank_), send + b * es, m * es);
+    if (size_ > 1) std::memcpy(slot(rank_, m * es), send + b * es, m * es);
     step(call, ctx);
     for (int q = 0; q < size_; ++q) {
-      if (q != rank_) std::memcpy(recv + (static_cast<std::size_t>(q) * count + b) * es, slot(q), m * es);
+      if (q != rank_) std::memcpy(recv + (static_cast<std::size_t>(q) * count + b) * es, slot(q, m * es), m * es);
     }
     next_use();
   }
@@ -447,12 +452,14 @@ void ShmCommunicator::do_reduce_scatter(const CollectiveCall& call, const OpCont
   for (std::size_t b = 0; b < rc; b += per_step) {
     const std::size_t m = std::min(per_step, rc - b);
     // Blocks the other ranks reduce go through the buffer; this rank's own block is read in place.
+    const std::size_t step_bytes = m * es * static_cast<std::size_t>(size_);
     for (int q = 0; q < size_; ++q) {
-      if (q != rank_) std::memcpy(slot(rank_) + q * m * es, send + (q * rc + b) * es, m * es);
+      if (q != rank_) std::memcpy(slot(rank_, step_bytes) + q * m * es, send + (q * rc + b) * es, m * es);
     }
     step(call, ctx);
     for (int q = 0; q < size_; ++q) {
-      srcs[q] = q == rank_ ? static_cast<const void*>(send + (rank_ * rc + b) * es) : slot(q) + rank_ * m * es;
+      srcs[q] = q == rank_ ? static_cast<const void*>(send + (rank_ * rc + b) * es)
+                           : slot(q, step_bytes) + rank_ * m * es;
     }
     shm_reduce(recv + b * es, nullptr, srcs.data(), size_, m, call.type, call.op, size_);
     next_use();

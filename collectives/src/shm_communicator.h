@@ -105,12 +105,22 @@ constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 //   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.
 //   With more than 2 ranks only where the staged path is pipelined (bytes x ranks > 4 MiB): its single-
 //   sync path beat single copy's two syncs at 3 and 4 ranks on 2 cores (0.6x at 64 KiB).
-// - allgather and reduce_scatter from 64 KiB in all (1.2-2x at 256 KiB-4 MiB, level or better above).
-// - broadcast from 32 KiB (1.2x there, 2-5x at 64 KiB-8 MiB, 1.5-2x at 16-32 MiB): the root writes one
-//   part while the others read the rest, against two copies (and a sync per 2 MiB) staged.
+// - allgather and reduce_scatter from 512 KiB in all, broadcast from 512 KiB: single copy was 1.2-2x (the
+//   gathers) and 2-5x (broadcast: the root writes one part while the others read the rest) the staged path
+//   from 64 KiB before the staging buffers had lanes; with lanes the staged path was 1.2-1.9x single copy's
+//   speed at 32-256 KiB and level at 512 KiB (docs/collectives-shm.md, "Lanes").
 constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
-constexpr std::size_t kShmSingleGatherBytes = 64 * 1024;  // allgather (recv) and reduce_scatter (send)
-constexpr std::size_t kShmSingleBroadcastBytes = 32 * 1024;
+constexpr std::size_t kShmSingleGatherBytes = 512 * 1024;  // allgather (recv) and reduce_scatter (send)
+constexpr std::size_t kShmSingleBroadcastBytes = 512 * 1024;
+// Lanes of the staging buffers. A use of a buffer by a message of kShmLaneMinBytes..kShmLaneMaxBytes writes
+// at the next lane of its size (rounded up to kShmLaneAlign bytes) after the buffer's previous use, cycling
+// through the buffer, so it rewrites its lines only after the whole buffer went round, when the ranks that
+// read them have long dropped them from their caches. Rewriting one place each time, every store of the copy
+// first invalidated the reader's copy of the line: 64 KiB allreduces took 15 us, with lanes 8 (AMD EPYC Zen 4,
+// 2 vCPUs; docs/collectives-shm.md, "Lanes"). Smaller messages were level, larger ones no faster.
+constexpr std::size_t kShmLaneMinBytes = 16 * 1024;
+constexpr std::size_t kShmLaneMaxBytes = 256 * 1024;
+constexpr std::size_t kShmLaneAlign = 4096;
 // Shared buffers (allocate_shared) alive at once, per communicator.
 constexpr int kShmSharedSlots = 64;
 
@@ -217,8 +227,9 @@ class ShmCommunicator final : public QueuedCommunicator {
   // Every rank has finished its writes of this step; the first step of a call also checks that all
   // ranks issued the same call.
   void step(const CollectiveCall& call, const OpContext& ctx);
-  // Rank q's staging buffer for the current step (the two alternate with use_).
-  unsigned char* slot(int q) const;
+  // Where rank q's staging buffer holds the current use's `bytes` (the buffers alternate with use_): at a
+  // lane that moves on with every use of the buffer (kShmLaneAlign).
+  unsigned char* slot(int q, std::size_t bytes) const;
   void next_use() { ++use_; }
 
   std::unique_ptr<ShmSegment> segment_;

@@ -80,7 +80,9 @@ std::unique_ptr<ShmSegment> ShmSegment::create(MPI_Comm comm, std::size_t bytes,
       if (fd < 0) err = errno_text(("shm_open(" + name + ")").c_str(), errno);
     }
     if (fd >= 0) {
-      map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      // MAP_POPULATE: every page is in this rank's page table from the start, so no collective pays a page
+      // fault the first time it reaches a part of a staging buffer (the lanes, shm_communicator.h).
+      map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
       if (map == MAP_FAILED) err = errno_text("mmap", errno);
       ::close(fd);
     }

@@ -1,7 +1,8 @@
 // test_shm_collectives.cc — the host backend's transports forced explicitly (shm: shared memory, mpi:
 // MPI point-to-point): every op x dtype x reduction x in-place/out-of-place x counts {0, 1, 7, 1000},
 // broadcast from every root, counts around the 64 KiB small-message threshold and odd counts larger than
-// one staging buffer (pipelined steps), each against a serial reference on every rank. Also: auto picks
+// one staging buffer (pipelined steps), each against a serial reference on every rank; mixed sizes many
+// times round the staging buffers' lanes. Also: auto picks
 // shm when all ranks share the node, and no /dev/shm entry of this job outlives make_communicator.
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "mirror/coll/communicator.h"
 #include "mirror/coll/half.h"
 #include "mirror/error.h"
+#include "shm_communicator.h"
 
 namespace mirror::coll::testing {
 namespace {
@@ -165,6 +167,35 @@ TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
 
 INSTANTIATE_TEST_SUITE_P(Stores, ShmStagingModes, ::testing::Values(ShmStaging::kCached, ShmStaging::kStreaming),
                          [](const auto& info) { return std::string(to_string(info.param)); });
+
+// Lanes (shm_communicator.h): staged collectives of kShmLaneMinBytes..kShmLaneMaxBytes write each use of a
+// staging buffer at the next lane of their size. Mixed sizes and ops, in and out of the lane band, many
+// times round every buffer (a 64 KiB message's 32 lanes a buffer go round after 64 uses), each call against
+// the serial reference: a reader looking at another lane than its writer used, or a lane past the buffer's
+// end, shows as wrong results.
+TEST(ShmLanes, MixedSizesGoRoundTheBuffersExact) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.backend = parse_backend("host", "shm");
+  o.shm_copy = ShmCopy::kStaged;  // every size through the staging buffers
+  auto c = make_communicator(o);
+  constexpr std::size_t kFloats = detail::kShmLaneMinBytes / 4, kMaxFloats = detail::kShmLaneMaxBytes / 4;
+  const std::size_t n = static_cast<std::size_t>(c->size());
+  // Below the band, its ends, odd counts inside it (lanes rounded up to kShmLaneAlign), above it.
+  const std::vector<std::size_t> counts{kFloats - 1, kFloats, 16411, kMaxFloats / 4 + 3, kMaxFloats, kMaxFloats + 1};
+  for (int round = 0; round < 70; ++round) {
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      const std::size_t count = counts[(i + static_cast<std::size_t>(round)) % counts.size()];
+      const bool in_place = (round + static_cast<int>(i)) % 2 == 0;
+      ASSERT_TRUE(check_allreduce(*c, false, DataType::kFloat32, ReduceOp::kSum, count, in_place)) << round;
+      if (round % 5 != 0) continue;
+      ASSERT_TRUE(check_broadcast(*c, false, DataType::kInt32, count, round % c->size())) << round;
+      ASSERT_TRUE(check_allgather(*c, false, DataType::kFloat32, std::max<std::size_t>(1, count / n), in_place));
+      ASSERT_TRUE(check_reduce_scatter(*c, false, DataType::kFloat32, ReduceOp::kMax,
+                                       std::max<std::size_t>(1, count / n), !in_place));
+    }
+  }
+}
 
 TEST(ShmSelection, ForcedAndAutomaticTransports) {
   EXPECT_STREQ(transport_name(comm(std::string("shm"))), "shm");
