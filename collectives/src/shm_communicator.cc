@@ -131,18 +131,43 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
   if (path_depends_on_shape(call)) {
     if (!synced) step(call, ctx);
     if (single_for_shape(call, every_rank_in_place(call))) return allreduce_single(call, ctx, true);
-    return staged_allreduce(call, ctx);
+    return staged_allreduce(call, ctx, true);
   }
   if (direct_tried) return allreduce_staged(call, ctx);
-  staged_allreduce(call, ctx);
+  staged_allreduce(call, ctx, synced);
 }
 
-void ShmCommunicator::staged_allreduce(const CollectiveCall& call, const OpContext& ctx) {
+void ShmCommunicator::staged_allreduce(const CollectiveCall& call, const OpContext& ctx, bool synced) {
   const std::size_t bytes = call.count * dtype_size(call.type);
   if (bytes <= kShmSlotBytes &&
       (bytes <= kShmSmallBytes || bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes))
     return allreduce_small(call, ctx);
+  // 2 ranks, larger than a buffer: in place on every rank (the published addresses, visible after a sync),
+  // the single-sync path buffer by buffer; otherwise the pipelined one.
+  if (size_ == 2) {
+    if (!synced) step(call, ctx);
+    if (every_rank_in_place(call)) return allreduce_by_buffers(call, ctx);
+  }
   allreduce_staged(call, ctx);
+}
+
+void ShmCommunicator::allreduce_by_buffers(const CollectiveCall& call, const OpContext& ctx) {
+  // allreduce_small's steps over the message one staging buffer at a time: copy a piece in, one sync, both
+  // ranks reduce the whole piece (their own part from the input). The buffers alternate, so the next piece
+  // is copied in while the other rank may still read this one.
+  const std::size_t es = dtype_size(call.type), per_buffer = kShmSlotBytes / es;
+  const auto* send = static_cast<const unsigned char*>(call.send);
+  auto* recv = static_cast<unsigned char*>(call.recv);
+  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
+  for (std::size_t first = 0; first < call.count; first += per_buffer) {
+    const std::size_t n = std::min(per_buffer, call.count - first), bytes = n * es;
+    const unsigned char* own = send + first * es;
+    std::memcpy(slot(rank_, bytes), own, bytes);
+    step(call, ctx);
+    for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? static_cast<const void*>(own) : slot(q, bytes);
+    shm_reduce(recv + first * es, nullptr, srcs.data(), size_, n, call.type, call.op, size_);
+    next_use();
+  }
 }
 
 void ShmCommunicator::allreduce_small(const CollectiveCall& call, const OpContext& ctx) {

@@ -174,7 +174,7 @@ std::chrono::nanoseconds ShmCommunicator::time_allreduce(bool single, const floa
   const auto start = Clock::now();
   begin_call(call);
   if (single) allreduce_single(call, ctx, false);
-  else staged_allreduce(call, ctx);
+  else staged_allreduce(call, ctx, false);
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
 }
 

@@ -2,12 +2,14 @@
 // MPI point-to-point): every op x dtype x reduction x in-place/out-of-place x counts {0, 1, 7, 1000},
 // broadcast from every root, counts around the 64 KiB small-message threshold and odd counts larger than
 // one staging buffer (pipelined steps), each against a serial reference on every rank; mixed sizes many
-// times round the staging buffers' lanes. Also: auto picks
+// times round the staging buffers' lanes; in-place messages of several buffers (2 ranks: buffer by buffer)
+// bit for bit as out of place and a serial sum. Also: auto picks
 // shm when all ranks share the node, and no /dev/shm entry of this job outlives make_communicator.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -195,6 +197,45 @@ TEST(ShmLanes, MixedSizesGoRoundTheBuffersExact) {
                                        std::max<std::size_t>(1, count / n), !in_place));
     }
   }
+}
+
+// Allreduces larger than a staging buffer, in place on every rank: at 2 ranks the single-sync path buffer
+// by buffer (allreduce_by_buffers), elsewhere the pipelined one. Every dtype and a few ops at counts of one
+// buffer and one element, two buffers exactly and two and a half, against the serial reference; and on
+// float32 sums that round, bit for bit the same as out of place (the pipelined path) and as a serial
+// rank-order float32 sum.
+TEST(ShmByBuffers, InPlaceExactAndBitIdenticalToPipelined) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.backend = parse_backend("host", "shm");
+  o.shm_copy = ShmCopy::kStaged;
+  auto c = make_communicator(o);
+  for (DataType t : all_dtypes()) {
+    const std::size_t per_buffer = detail::kShmSlotBytes / dtype_size(t);
+    for (std::size_t count : {per_buffer + 1, 2 * per_buffer, 5 * per_buffer / 2 + 3}) {
+      EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, count, true)) << to_string(t) << " " << count;
+      EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kMax, count, true)) << to_string(t) << " " << count;
+    }
+    EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kAvg, per_buffer + 7, true)) << to_string(t);
+  }
+  const std::size_t count = 5 * detail::kShmSlotBytes / 4 / 2 + 11;  // float32, 2.5 buffers and a tail
+  auto value = [](int rank, std::size_t i) {
+    return static_cast<float>(static_cast<double>((i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 1000003) /
+                              7.0 - 60000.0);
+  };
+  std::vector<float> in_place(count), out(count), send(count);
+  for (std::size_t i = 0; i < count; ++i) in_place[i] = send[i] = value(c->rank(), i);
+  c->allreduce(in_place.data(), in_place.data(), count, DataType::kFloat32, ReduceOp::kSum);
+  c->allreduce(send.data(), out.data(), count, DataType::kFloat32, ReduceOp::kSum);
+  std::size_t differ_out = 0, differ_serial = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    float serial = value(0, i);
+    for (int q = 1; q < c->size(); ++q) serial += value(q, i);
+    differ_out += std::memcmp(&in_place[i], &out[i], sizeof(float)) != 0;
+    differ_serial += std::memcmp(&in_place[i], &serial, sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differ_out, 0u) << "in place against out of place";
+  EXPECT_EQ(differ_serial, 0u) << "in place against the serial rank-order sum";
 }
 
 TEST(ShmSelection, ForcedAndAutomaticTransports) {
