@@ -6,9 +6,10 @@
 //   allreduce <= 64 KiB (or bytes x ranks <= 4 MiB): each rank copies its input into its buffer; one
 //     sync; each rank reduces the other ranks' buffers and its own input into its output (one copy in,
 //     one read of every input; a single synchronisation).
-//   allreduce (larger), 2 ranks, every rank in place (agreed after a first sync): the single-sync steps
-//     above one buffer at a time (copy in, sync, both reduce the whole piece): one sync per buffer, and the
-//     same bytes across cores as below; 1.4-1.9x the pipelined path's speed at 4-32 MiB in place.
+//   allreduce (larger), 2 ranks, below kShmStreamBytes or every rank in place (agreed after a first sync):
+//     the single-sync steps above one buffer at a time (copy in, sync, both reduce the whole piece; out of
+//     place the output streamed): one sync per buffer, the same bytes across cores as below, no copy-out;
+//     1.4-1.9x the pipelined path's speed at 4-32 MiB in place and at 4-8 MiB out of place.
 //   allreduce (larger, otherwise): reduce-scatter + all-gather through the buffers, pipelined with ONE sync per step:
 //     each rank copies in the chunks the OTHER ranks reduce; sync; rank r reduces chunk r (its own from
 //     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
@@ -164,10 +165,11 @@ class ShmCommunicator final : public QueuedCommunicator {
   void do_allreduce(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_small(const CollectiveCall& call, const OpContext& ctx);
   void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
-  // 2 ranks, every rank in place: allreduce_small's steps one staging buffer at a time.
+  // 2 ranks (below kShmStreamBytes, or every rank in place): allreduce_small's steps one buffer at a time.
   void allreduce_by_buffers(const CollectiveCall& call, const OpContext& ctx);
-  // The staged allreduce: the single-sync path (allreduce_small), by buffers (2 ranks in place; `synced`:
-  // the call's first sync is behind, so the ranks' addresses are visible) or the pipelined one.
+  // The staged allreduce: the single-sync path (allreduce_small), by buffers (2 ranks; from kShmStreamBytes
+  // in place only: `synced` says the call's first sync is behind, so the ranks' addresses are visible) or
+  // the pipelined one.
   void staged_allreduce(const CollectiveCall& call, const OpContext& ctx, bool synced);
   // Publishes `call`'s descriptor and addresses for its first step.
   void begin_call(const CollectiveCall& call);

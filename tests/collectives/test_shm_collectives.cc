@@ -2,8 +2,8 @@
 // MPI point-to-point): every op x dtype x reduction x in-place/out-of-place x counts {0, 1, 7, 1000},
 // broadcast from every root, counts around the 64 KiB small-message threshold and odd counts larger than
 // one staging buffer (pipelined steps), each against a serial reference on every rank; mixed sizes many
-// times round the staging buffers' lanes; in-place messages of several buffers (2 ranks: buffer by buffer)
-// bit for bit as out of place and a serial sum. Also: auto picks
+// times round the staging buffers' lanes; messages of several buffers (2 ranks: buffer by buffer), in place
+// bit for bit as out of place (pipelined) and a serial sum. Also: auto picks
 // shm when all ranks share the node, and no /dev/shm entry of this job outlives make_communicator.
 #include <unistd.h>
 
@@ -155,7 +155,8 @@ TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
   o.shm_copy = ShmCopy::kStaged;  // the pipelined path (auto takes single copy for ordinary buffers)
   auto c = make_communicator(o);
   for (DataType t : all_dtypes()) {
-    EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, 1000003, false));
+    // Out of place from kShmStreamBytes: pipelined at 2 ranks too (below, and in place, 2 ranks go by buffers).
+    EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, detail::kShmStreamBytes / dtype_size(t) + 3, false));
     EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kMax, 1000003, true));
   }
   const std::size_t streamed_output = (std::size_t{16} << 20) / 4 + 7;  // float32, >= 16 MiB out of place
@@ -199,12 +200,13 @@ TEST(ShmLanes, MixedSizesGoRoundTheBuffersExact) {
   }
 }
 
-// Allreduces larger than a staging buffer, in place on every rank: at 2 ranks the single-sync path buffer
-// by buffer (allreduce_by_buffers), elsewhere the pipelined one. Every dtype and a few ops at counts of one
-// buffer and one element, two buffers exactly and two and a half, against the serial reference; and on
-// float32 sums that round, bit for bit the same as out of place (the pipelined path) and as a serial
-// rank-order float32 sum.
-TEST(ShmByBuffers, InPlaceExactAndBitIdenticalToPipelined) {
+// Allreduces larger than a staging buffer: at 2 ranks the single-sync path buffer by buffer
+// (allreduce_by_buffers; out of place with streamed output) below kShmStreamBytes and in place above it,
+// elsewhere the pipelined path. Every dtype and a few ops, in and out of place, at one buffer and one
+// element, two buffers exactly and two and a half, against the serial reference; and on float32 sums that
+// round, above kShmStreamBytes, in place (by buffers at 2 ranks) bit for bit the same as out of place (the
+// pipelined path) and as a serial rank-order float32 sum.
+TEST(ShmByBuffers, ExactAndBitIdenticalToPipelined) {
   CommOptions o;
   o.timeout = std::chrono::seconds(60);
   o.backend = parse_backend("host", "shm");
@@ -212,16 +214,17 @@ TEST(ShmByBuffers, InPlaceExactAndBitIdenticalToPipelined) {
   auto c = make_communicator(o);
   for (DataType t : all_dtypes()) {
     const std::size_t per_buffer = detail::kShmSlotBytes / dtype_size(t);
-    for (std::size_t count : {per_buffer + 1, 2 * per_buffer, 5 * per_buffer / 2 + 3}) {
-      EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, count, true)) << to_string(t) << " " << count;
-      EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kMax, count, true)) << to_string(t) << " " << count;
-    }
+    for (std::size_t count : {per_buffer + 1, 2 * per_buffer, 5 * per_buffer / 2 + 3})
+      for (bool in_place : {true, false}) {
+        EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, count, in_place)) << to_string(t) << " " << count;
+        EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kMax, count, in_place)) << to_string(t) << " " << count;
+      }
     EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kAvg, per_buffer + 7, true)) << to_string(t);
   }
-  const std::size_t count = 5 * detail::kShmSlotBytes / 4 / 2 + 11;  // float32, 2.5 buffers and a tail
+  const std::size_t count = detail::kShmStreamBytes / sizeof(float) + 11;
   auto value = [](int rank, std::size_t i) {
-    return static_cast<float>(static_cast<double>((i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 1000003) /
-                              7.0 - 60000.0);
+    const std::size_t mixed = (i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 1000003;
+    return static_cast<float>(static_cast<double>(mixed) / 7.0 - 60000.0);
   };
   std::vector<float> in_place(count), out(count), send(count);
   for (std::size_t i = 0; i < count; ++i) in_place[i] = send[i] = value(c->rank(), i);
