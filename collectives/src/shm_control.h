@@ -6,7 +6,8 @@
 // has not arrived. Per rank also two descriptors (indexed by call sequence number parity) of the
 // collective it is in: (seq, op, count, dtype, redop, root). The first step of every collective checks
 // that all ranks' descriptors agree, so mismatched calls fail with kInvalidArgument instead of mixing
-// data. Waits spin briefly, then sleep on a futex on the missing rank's counter (shared, not private:
+// data. Waits spin briefly (yielding the CPU between polls when the segment has more ranks than the machine
+// has CPUs), then sleep on a futex on the missing rank's counter (shared, not private:
 // the segment is mapped by several processes), woken by that rank's signal when it sees a waiter
 // registered (no lost wake-ups: both sides use sequentially consistent operations), so a machine
 // loaded with other work does not leave a rank polling or oversleeping. Per rank also a line of where
@@ -101,6 +102,7 @@ class ShmControl {
   AddressLine* address_lines_;
   int rank_;
   int size_;
+  bool oversubscribed_;  // more ranks in the segment than online CPUs: waits poll with sched_yield
 };
 
 }  // namespace mirror::coll::detail
