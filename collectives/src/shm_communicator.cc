@@ -153,39 +153,35 @@ void ShmCommunicator::staged_allreduce(const CollectiveCall& call, const OpConte
 }
 
 void ShmCommunicator::allreduce_by_buffers(const CollectiveCall& call, const OpContext& ctx) {
-  // allreduce_small's steps over the message one staging buffer at a time: copy a piece in, one sync, both
-  // ranks reduce the whole piece (their own part from the input). The buffers alternate, so the next piece
-  // is copied in while the other rank may still read this one. Out of place (only below kShmStreamBytes) the
-  // output is written with non-temporal stores: 1.6-1.9x faster at 4-8 MiB than plain stores, which were
-  // slower than the pipelined path (docs/collectives-shm.md, "By buffers").
-  const std::size_t es = dtype_size(call.type), per_buffer = kShmSlotBytes / es;
-  const auto* send = static_cast<const unsigned char*>(call.send);
-  auto* recv = static_cast<unsigned char*>(call.recv);
+  // allreduce_small's step over the message one staging buffer at a time. The buffers alternate, so the next
+  // piece is copied in while the other rank may still read this one. Out of place (only below
+  // kShmStreamBytes) the output is written with non-temporal stores: 1.6-1.9x faster at 4-8 MiB than plain
+  // stores, which were slower than the pipelined path (docs/collectives-shm.md, "By buffers").
+  const std::size_t per_buffer = kShmSlotBytes / dtype_size(call.type);
   const bool stream = call.send != call.recv;
-  std::vector<const void*> srcs(static_cast<std::size_t>(size_));
-  for (std::size_t first = 0; first < call.count; first += per_buffer) {
-    const std::size_t n = std::min(per_buffer, call.count - first), bytes = n * es;
-    const unsigned char* own = send + first * es;
-    std::memcpy(slot(rank_, bytes), own, bytes);
-    step(call, ctx);
-    for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? static_cast<const void*>(own) : slot(q, bytes);
-    shm_reduce(recv + first * es, nullptr, srcs.data(), size_, n, call.type, call.op, size_, ReduceStores{stream});
-    next_use();
-  }
+  for (std::size_t first = 0; first < call.count; first += per_buffer)
+    single_sync_step(call, ctx, first, std::min(per_buffer, call.count - first), stream);
   if (stream) shm_stream_fence();  // the output is visible before the call returns
 }
 
 void ShmCommunicator::allreduce_small(const CollectiveCall& call, const OpContext& ctx) {
+  single_sync_step(call, ctx, 0, call.count, false);
+}
+
+void ShmCommunicator::single_sync_step(const CollectiveCall& call, const OpContext& ctx, std::size_t first,
+                                       std::size_t n, bool stream_out) {
   // One copy in, one sync, everyone reduces everything: the other ranks' parts from their buffers, its own
   // from its input (the same values: the result is the same bits). Reading its own buffer back instead
   // was up to 2x slower at 256 KiB-1 MiB (docs/collectives-shm.md): the other ranks are reading those lines
   // at the same time, and it is a second stream through the cache for the same bytes.
+  const std::size_t es = dtype_size(call.type), bytes = n * es;
+  const auto* own = static_cast<const unsigned char*>(call.send) + first * es;
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
-  const std::size_t bytes = call.count * dtype_size(call.type);
-  std::memcpy(slot(rank_, bytes), call.send, bytes);
+  std::memcpy(slot(rank_, bytes), own, bytes);
   step(call, ctx);
-  for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? call.send : slot(q, bytes);
-  shm_reduce(call.recv, nullptr, srcs.data(), size_, call.count, call.type, call.op, size_);
+  for (int q = 0; q < size_; ++q) srcs[q] = q == rank_ ? static_cast<const void*>(own) : slot(q, bytes);
+  shm_reduce(static_cast<unsigned char*>(call.recv) + first * es, nullptr, srcs.data(), size_, n, call.type, call.op,
+             size_, ReduceStores{stream_out});
   next_use();
 }
 

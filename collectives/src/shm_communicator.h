@@ -167,6 +167,10 @@ class ShmCommunicator final : public QueuedCommunicator {
   void allreduce_staged(const CollectiveCall& call, const OpContext& ctx);
   // 2 ranks (below kShmStreamBytes, or every rank in place): allreduce_small's steps one buffer at a time.
   void allreduce_by_buffers(const CollectiveCall& call, const OpContext& ctx);
+  // Elements [first, first + n) by the single-sync step: copy in, one sync, reduce every rank's part into
+  // the output (non-temporal stores if `stream_out`; the caller fences).
+  void single_sync_step(const CollectiveCall& call, const OpContext& ctx, std::size_t first, std::size_t n,
+                        bool stream_out);
   // The staged allreduce: the single-sync path (allreduce_small), by buffers (2 ranks; from kShmStreamBytes
   // in place only: `synced` says the call's first sync is behind, so the ranks' addresses are visible) or
   // the pipelined one.

@@ -142,18 +142,23 @@ TEST_P(ShmLarge, IntegerAverageTruncatesTowardZero) {
 INSTANTIATE_TEST_SUITE_P(Transports, ShmLarge, ::testing::Values(std::string("shm"), std::string("mpi")),
                          [](const auto& info) { return info.param; });
 
+// A shared-memory communicator of its own with every size through the staging buffers (no single copy).
+std::unique_ptr<Communicator> staged_shm(ShmStaging staging = ShmStaging::kAuto) {
+  CommOptions o;
+  o.timeout = std::chrono::seconds(60);
+  o.backend = parse_backend("host", "shm");
+  o.shm_staging = staging;
+  o.shm_copy = ShmCopy::kStaged;
+  return make_communicator(o);
+}
+
 // Large allreduces with the staging stores forced each way: kAuto switches between the two while a job
 // runs, so both must give exact results (pipelined sizes for every dtype, and the streamed-output size;
 // staged copies forced).
 class ShmStagingModes : public ::testing::TestWithParam<ShmStaging> {};
 
 TEST_P(ShmStagingModes, PipelinedAllreduceExact) {
-  CommOptions o;
-  o.timeout = std::chrono::seconds(60);
-  o.backend = parse_backend("host", "shm");
-  o.shm_staging = GetParam();
-  o.shm_copy = ShmCopy::kStaged;  // the pipelined path (auto takes single copy for ordinary buffers)
-  auto c = make_communicator(o);
+  auto c = staged_shm(GetParam());  // the pipelined path (auto takes single copy for ordinary buffers)
   for (DataType t : all_dtypes()) {
     // Out of place from kShmStreamBytes: pipelined at 2 ranks too (below, and in place, 2 ranks go by buffers).
     EXPECT_TRUE(check_allreduce(*c, false, t, ReduceOp::kSum, detail::kShmStreamBytes / dtype_size(t) + 3, false));
@@ -177,11 +182,7 @@ INSTANTIATE_TEST_SUITE_P(Stores, ShmStagingModes, ::testing::Values(ShmStaging::
 // the serial reference: a reader looking at another lane than its writer used, or a lane past the buffer's
 // end, shows as wrong results.
 TEST(ShmLanes, MixedSizesGoRoundTheBuffersExact) {
-  CommOptions o;
-  o.timeout = std::chrono::seconds(60);
-  o.backend = parse_backend("host", "shm");
-  o.shm_copy = ShmCopy::kStaged;  // every size through the staging buffers
-  auto c = make_communicator(o);
+  auto c = staged_shm();
   constexpr std::size_t kFloats = detail::kShmLaneMinBytes / 4, kMaxFloats = detail::kShmLaneMaxBytes / 4;
   const std::size_t n = static_cast<std::size_t>(c->size());
   // Below the band, its ends, odd counts inside it (lanes rounded up to kShmLaneAlign), above it.
@@ -207,11 +208,7 @@ TEST(ShmLanes, MixedSizesGoRoundTheBuffersExact) {
 // round, above kShmStreamBytes, in place (by buffers at 2 ranks) bit for bit the same as out of place (the
 // pipelined path) and as a serial rank-order float32 sum.
 TEST(ShmByBuffers, ExactAndBitIdenticalToPipelined) {
-  CommOptions o;
-  o.timeout = std::chrono::seconds(60);
-  o.backend = parse_backend("host", "shm");
-  o.shm_copy = ShmCopy::kStaged;
-  auto c = make_communicator(o);
+  auto c = staged_shm();
   for (DataType t : all_dtypes()) {
     const std::size_t per_buffer = detail::kShmSlotBytes / dtype_size(t);
     for (std::size_t count : {per_buffer + 1, 2 * per_buffer, 5 * per_buffer / 2 + 3})
