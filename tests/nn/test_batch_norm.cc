@@ -1,9 +1,10 @@
 // test_batch_norm.cc — BatchNorm2d against a plain-loop BatchNorm in double: training forward (batch mean,
 // biased variance), the running-statistics update (momentum, unbiased variance), evaluation with the running
 // statistics, backward against central differences of the double reference loss in both modes, kAccumulate,
-// grad_ready order; and SyncBN: two replicas in two threads, each with half of a batch (uneven halves) and a
-// reducer that really exchanges their sums, give the outputs, input gradients and running statistics of one
-// layer over the whole batch, and parameter gradients that add up to its.
+// grad_ready order; and SyncBN: replicas in threads, each with part of a batch (uneven parts) and a reducer
+// that really exchanges their values, give the outputs, input gradients and running statistics of one layer
+// over the whole batch (and of the double reference, with a large mean), and parameter gradients that add up
+// to its.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -255,21 +256,21 @@ TEST(BatchNorm2d, LargeMeanSmallSpreadKeepsItsVariance) {
                "y");
 }
 
-// Replicas as threads: sum() publishes this replica's values, waits for all, adds every replica's values in
-// replica order (so each replica gets bit-identical sums), and waits again before the slots can be reused.
-struct SharedSums {
-  explicit SharedSums(int replicas) : slots(replicas), sync(replicas) {}
+// Replicas as threads: sum() and gather() publish this replica's values, wait for all, combine every
+// replica's values in replica order (so each replica gets bit-identical results), and wait again before the
+// slots can be reused.
+struct SharedSlots {
+  explicit SharedSlots(int replicas) : slots(replicas), sync(replicas) {}
   std::vector<std::vector<float>> slots;
   std::barrier<> sync;
 };
 
 class ThreadReducer final : public ReplicaReducer {
  public:
-  ThreadReducer(SharedSums& shared, int replica) : shared_(shared), replica_(replica) {}
+  ThreadReducer(SharedSlots& shared, int replica) : shared_(shared), replica_(replica) {}
   void sum(float* data, std::size_t count) override {
-    ++calls;
-    shared_.slots[replica_].assign(data, data + count);
-    shared_.sync.arrive_and_wait();
+    ++sums;
+    publish(data, count);
     for (std::size_t i = 0; i < count; ++i) {
       float s = 0;
       for (const auto& slot : shared_.slots) s += slot.at(i);
@@ -277,70 +278,101 @@ class ThreadReducer final : public ReplicaReducer {
     }
     shared_.sync.arrive_and_wait();
   }
+  void gather(const float* mine, float* all, std::size_t count) override {
+    ++gathers;
+    publish(mine, count);
+    for (std::size_t r = 0; r < shared_.slots.size(); ++r)
+      std::copy(shared_.slots[r].begin(), shared_.slots[r].end(), all + r * count);
+    shared_.sync.arrive_and_wait();
+  }
   int replicas() const override { return static_cast<int>(shared_.slots.size()); }
-  int calls = 0;
+  int sums = 0, gathers = 0;
 
  private:
-  SharedSums& shared_;
+  void publish(const float* data, std::size_t count) {
+    shared_.slots[replica_].assign(data, data + count);
+    shared_.sync.arrive_and_wait();
+  }
+  SharedSlots& shared_;
   int replica_;
 };
 
-TEST(SyncBatchNorm, TwoReplicasWithHalvesEqualOneWithTheWholeBatch) {
-  const BnCase whole{6, 5, 3, 4};
-  const std::int64_t split = 4;  // uneven halves: 4 and 2 samples, so the count must be reduced too
-  const std::int64_t sample = whole.c * whole.h * whole.w;
-  BnFixture one(whole, 7);
-  const auto r = random_vector(whole.numel(), 51);
-  const auto y_one = one.layer.forward(one.xt).to_host();
-  const auto dx_one = one.layer.backward(host_tensor(r, whole.shape()), GradMode::kOverwrite, true, {})->to_host();
+// What one replica of a synchronised layer computed from its samples.
+struct Replica {
+  std::vector<float> x, r, gamma, beta, dgamma, dbeta, rm, rv, y, dx;
+  std::int64_t n = 0;
+  int sums = 0, gathers = 0;
+};
 
-  struct Replica {
-    std::vector<float> x, r, gamma, beta, dgamma, dbeta, rm, rv, y, dx;
-    std::int64_t n;
-  };
-  BnFixture init(whole, 7);  // the same parameters and running statistics as `one` started with
-  std::vector<Replica> reps(2);
-  for (int k = 0; k < 2; ++k) {
-    const std::int64_t begin = k == 0 ? 0 : split, end = k == 0 ? split : whole.n;
+// Splits `whole`'s batch (x, upstream gradient r, the parameters and running statistics of `init`) at the
+// sample counts `counts` and runs one forward and backward of a synchronised layer per part, each in its own
+// thread with a ThreadReducer.
+std::vector<Replica> run_replicas(const BnCase& whole, const BnFixture& init, const std::vector<float>& r,
+                                  const std::vector<std::int64_t>& counts) {
+  const std::int64_t sample = whole.c * whole.h * whole.w;
+  std::vector<Replica> reps(counts.size());
+  std::int64_t begin = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
     Replica& p = reps[k];
-    p.n = end - begin;
-    p.x.assign(init.x.begin() + begin * sample, init.x.begin() + end * sample);
-    p.r.assign(r.begin() + begin * sample, r.begin() + end * sample);
+    p.n = counts[k];
+    p.x.assign(init.x.begin() + begin * sample, init.x.begin() + (begin + p.n) * sample);
+    p.r.assign(r.begin() + begin * sample, r.begin() + (begin + p.n) * sample);
     p.gamma = init.gamma;
     p.beta = init.beta;
     p.dgamma.assign(whole.c, -9.0f);
     p.dbeta.assign(whole.c, -9.0f);
     p.rm = init.running_mean;
     p.rv = init.running_var;
+    begin += p.n;
   }
-  SharedSums shared(2);
-  std::vector<int> calls(2);
-  auto run = [&](int k) {
+  SharedSlots shared(static_cast<int>(counts.size()));
+  auto run = [&](std::size_t k) {
     Replica& p = reps[k];
     BatchNorm2d bn(whole.c, Device{});
     const ParamBinding bindings[] = {{p.gamma.data(), p.dgamma.data()}, {p.beta.data(), p.dbeta.data()}};
     bn.bind_parameters(bindings);
     float* const buffers[] = {p.rm.data(), p.rv.data()};
     bn.bind_buffers(buffers);
-    ThreadReducer reducer(shared, k);
+    ThreadReducer reducer(shared, static_cast<int>(k));
     ForwardContext context;
     context.reducer = &reducer;
     bn.set_forward_context(&context);
     const Tensor x = host_tensor(p.x, {p.n, whole.c, whole.h, whole.w});
     p.y = bn.forward(x).to_host();
     p.dx = bn.backward(host_tensor(p.r, {p.n, whole.c, whole.h, whole.w}), GradMode::kOverwrite, true, {})->to_host();
-    calls[k] = reducer.calls;
+    p.sums = reducer.sums;
+    p.gathers = reducer.gathers;
   };
-  std::thread t1(run, 1);
+  std::vector<std::thread> others;
+  for (std::size_t k = 1; k < counts.size(); ++k) others.emplace_back(run, k);
   run(0);
-  t1.join();
+  for (auto& t : others) t.join();
+  return reps;
+}
 
-  EXPECT_EQ(calls, (std::vector<int>{3, 3}));  // forward: mean, M2; backward: the two gradient sums
-  std::vector<float> y_two(reps[0].y), dx_two(reps[0].dx);
-  y_two.insert(y_two.end(), reps[1].y.begin(), reps[1].y.end());
-  dx_two.insert(dx_two.end(), reps[1].dx.begin(), reps[1].dx.end());
-  expect_close(y_two, to_double(y_one), 1e-5, "y");
-  expect_close(dx_two, to_double(dx_one), 1e-5, "dx");
+std::vector<float> joined(const std::vector<Replica>& reps, std::vector<float> Replica::*field) {
+  std::vector<float> all;
+  for (const auto& p : reps) all.insert(all.end(), (p.*field).begin(), (p.*field).end());
+  return all;
+}
+
+TEST(SyncBatchNorm, TwoReplicasWithHalvesEqualOneWithTheWholeBatch) {
+  const BnCase whole{6, 5, 3, 4};
+  const std::int64_t split = 4;  // uneven halves: 4 and 2 samples, so the counts must travel too
+  const std::int64_t sample = whole.c * whole.h * whole.w;
+  BnFixture one(whole, 7);
+  const auto r = random_vector(whole.numel(), 51);
+  const auto y_one = one.layer.forward(one.xt).to_host();
+  const auto dx_one = one.layer.backward(host_tensor(r, whole.shape()), GradMode::kOverwrite, true, {})->to_host();
+
+  BnFixture init(whole, 7);  // the same parameters and running statistics as `one` started with
+  const auto reps = run_replicas(whole, init, r, {split, whole.n - split});
+  for (const auto& p : reps) {  // forward: one gather of (count, mean, M2); backward: one sum of the two gradient sums
+    EXPECT_EQ(p.gathers, 1);
+    EXPECT_EQ(p.sums, 1);
+  }
+  expect_close(joined(reps, &Replica::y), to_double(y_one), 1e-5, "y");
+  expect_close(joined(reps, &Replica::dx), to_double(dx_one), 1e-5, "dx");
   for (int k = 0; k < 2; ++k) {
     expect_close(reps[k].rm, to_double(one.running_mean), 1e-6, "running_mean");
     expect_close(reps[k].rv, to_double(one.running_var), 1e-6, "running_var");
@@ -358,6 +390,33 @@ TEST(SyncBatchNorm, TwoReplicasWithHalvesEqualOneWithTheWholeBatch) {
   double diff = 0;
   for (std::size_t i = 0; i < y_local.size(); ++i) diff = std::max(diff, std::abs(double(y_local[i]) - y_one[i]));
   EXPECT_GT(diff, 1e-2);
+}
+
+TEST(SyncBatchNorm, ThreeUnevenReplicasWithALargeMeanMatchTheReference) {
+  // Mean 1000, spread 1e-2, and replicas whose means differ: combining their statistics must not cancel.
+  // Checked against the plain double loops over the whole batch, not against the layer itself.
+  const BnCase whole{6, 3, 5, 3};
+  BnFixture init(whole, 9, 0.0f);
+  for (std::size_t i = 0; i < init.x.size(); ++i)
+    init.x[i] = 1000.0f + 0.01f * init.x[i] + (i < init.x.size() / 2 ? 0.004f : 0.0f);
+  const auto r = random_vector(whole.numel(), 52);
+  const auto reps = run_replicas(whole, init, r, {3, 1, 2});
+  const auto xd = to_double(init.x);
+  const BnStats s = batch_stats_ref(whole, xd);
+  expect_close(joined(reps, &Replica::y),
+               normalise_ref(whole, xd, s, to_double(init.gamma), to_double(init.beta), 1e-5), 1e-4, "y");
+  const double m = static_cast<double>(whole.n * whole.h * whole.w), momentum = 0.1;
+  std::vector<double> rm(whole.c), rv(whole.c);
+  for (std::int64_t c = 0; c < whole.c; ++c) {
+    rm[c] = (1 - momentum) * init.running_mean[c] + momentum * s.mean[c];
+    rv[c] = (1 - momentum) * init.running_var[c] + momentum * s.var[c] * m / (m - 1);
+  }
+  for (const auto& p : reps) {
+    expect_close(p.rm, rm, 1e-6, "running_mean");
+    expect_close(p.rv, rv, 1e-6, "running_var");
+    EXPECT_EQ(p.rm, reps[0].rm);  // every replica combined the same values in the same order
+    EXPECT_EQ(p.rv, reps[0].rv);
+  }
 }
 
 }  // namespace

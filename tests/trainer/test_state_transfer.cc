@@ -1,7 +1,8 @@
 // test_state_transfer.cc — the layers' non-gradient buffers through the trainer's state plumbing, under
 // mpirun: a checkpoint captured on rank 0 holds them (round trip bit-exact through the file); a resume
 // restores them on every rank exactly, beside the parameters and the optimizer state; average_buffers
-// (--no-sync-bn) gives every rank the mean (exact-sum inputs); the replica reducer sums over the ranks.
+// (--no-sync-bn) gives every rank the mean (exact-sum inputs); the replica reducer sums over the ranks and
+// gathers in rank order.
 // A test layer (tests/nn/counting_layer.h) stands in for BatchNorm.
 #include <gtest/gtest.h>
 
@@ -115,4 +116,18 @@ TEST(StateTransfer, ReplicaReducerSumsOverTheRanks) {
   std::vector<float> v = {float(rank + 1), 0.5f};
   reducer.sum(v.data(), v.size());
   EXPECT_EQ(v, (std::vector<float>{float(world * (world + 1) / 2), 0.5f * float(world)}));
+}
+
+TEST(StateTransfer, ReplicaReducerGathersInRankOrder) {
+  auto comm = coll::make_communicator();
+  const int rank = comm->rank(), world = comm->size();
+  train::CommReplicaReducer reducer(*comm);
+  const std::vector<float> mine = {float(rank), -0.25f * float(rank), 7.0f};
+  std::vector<float> all(3 * static_cast<std::size_t>(world), -1.0f);
+  reducer.gather(mine.data(), all.data(), mine.size());
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(all[3 * r], float(r));
+    EXPECT_EQ(all[3 * r + 1], -0.25f * float(r));
+    EXPECT_EQ(all[3 * r + 2], 7.0f);
+  }
 }

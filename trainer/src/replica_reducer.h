@@ -1,5 +1,6 @@
-// replica_reducer.h — nn::ReplicaReducer over a communicator: what synchronised BatchNorm calls to sum its
-// batch statistics over all data-parallel ranks (a blocking in-place float32 sum all-reduce), and the
+// replica_reducer.h — nn::ReplicaReducer over a communicator: what synchronised BatchNorm calls to gather its
+// per-rank batch statistics and to sum its gradient sums over all data-parallel ranks (a blocking float32
+// all-gather, a blocking in-place float32 sum all-reduce), and the
 // averaging of the layers' buffers over the ranks that --no-sync-bn does before checkpoints and evaluation.
 // Private to trainer/.
 #pragma once
@@ -19,6 +20,9 @@ class CommReplicaReducer final : public nn::ReplicaReducer {
   explicit CommReplicaReducer(coll::Communicator& comm) : comm_(comm) {}
   void sum(float* data, std::size_t count) override {
     comm_.allreduce(data, data, count, coll::DataType::kFloat32, coll::ReduceOp::kSum);
+  }
+  void gather(const float* mine, float* all, std::size_t count) override {
+    comm_.allgather(mine, all, count, coll::DataType::kFloat32);
   }
   int replicas() const override { return comm_.size(); }
 

@@ -4,13 +4,17 @@
 // the running statistics live in device memory (the model's buffers): their C values are copied to the host
 // and back where they are used.
 //
-// Statistics: two passes, mean first (Σx and the count), then M2 = Σ(x − mean)², each plane summed in double.
-// Synchronised, each pass ends in one reducer->sum (C + 1, then C floats): two small all-reduces per layer
-// and forward instead of one, bought for safety. The one-pass Σx, Σx² would cancel catastrophically when
-// |mean| ≫ std once its sums travel as floats (the reducer's type); M2 is a sum of non-negative terms, so its
-// float sum over replicas loses no more than float rounding. Backward sums Σdy and Σdy·x̂ per channel and,
-// synchronised, reduces those 2·C values in one call: dx = γ/σ · (dy − Σdy/M − x̂ Σ(dy·x̂)/M), global sums
-// and M.
+// Statistics: two passes over the local batch, mean first (Σx and the count), then M2 = Σ(x − mean)², each
+// plane summed in double. Synchronised, every replica's (count, mean, M2) travel in one reducer->gather (as
+// PyTorch's SyncBatchNorm gathers mean, invstd and count) and every replica combines them in replica order in
+// double (Chan et al.'s parallel update: mean = Σ n_r·mean_r / N, M2 = Σ M2_r + n_r·(mean_r − mean)²), so all
+// replicas get the same bits. One collective per layer and forward; the two sum all-reduces it replaced (Σx,
+// then M2 about the global mean) made the ranks wait for each other twice (docs/benchmarks.md, "SyncBN in one
+// gather"). Nothing cancels: M2 is a sum of non-negative terms, and the count and the means travel as two
+// floats each (hi + lo: a float mean of 1000 is off by up to 3e-5, 0.3 % of a spread of 0.01; Σx summed as
+// floats, as before, was as far off).
+// Backward sums Σdy and Σdy·x̂ per channel and, synchronised, reduces those 2·C values in one call:
+// dx = γ/σ · (dy − Σdy/M − x̂ Σ(dy·x̂)/M), global sums and M.
 //
 // Normalising, x − mean is taken as (x − hi) − lo with mean = hi + lo split into two floats: x − hi is exact
 // when x is near the mean, so a large mean with a small spread keeps its digits (x·scale + shift would not).
@@ -43,7 +47,7 @@ void write(const Device& device, float* data, const std::vector<float>& host) {
 
 BatchNorm2d::BatchNorm2d(std::int64_t channels, Device device, float momentum, float eps)
     : channels_(channels), device_(device), momentum_(momentum), eps_(eps), y_({0}, device), dx_({0}, device),
-      sums_({0}, device) {
+      sums_({0}, device), gathered_({0}, device) {
   MIRROR_CHECK(channels > 0 && momentum >= 0.0f && momentum <= 1.0f && eps > 0.0f, kInvalidArgument,
                "batchnorm2d needs channels > 0, momentum in [0, 1] and eps > 0, got channels="
                    << channels << " momentum=" << momentum << " eps=" << eps);
@@ -91,15 +95,13 @@ void BatchNorm2d::bind_buffers(std::span<float* const> buffers) {
 
 ReplicaReducer* BatchNorm2d::reducer() const { return context_ ? context_->reducer : nullptr; }
 
-void BatchNorm2d::reduce(std::vector<double>& values, double* extra) {
+void BatchNorm2d::reduce(std::vector<double>& values) {
   std::vector<float> host(values.begin(), values.end());
-  if (extra) host.push_back(static_cast<float>(*extra));
   sums_.resize({static_cast<std::int64_t>(host.size())});
   sums_.copy_from_host(host);
   reducer()->sum(sums_.data(), host.size());
   sums_.copy_to_host(host);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = host[i];
-  if (extra) *extra = host.back();
 }
 
 void BatchNorm2d::set_statistics(const std::vector<double>& mean, const std::vector<double>& var) {
@@ -113,19 +115,56 @@ void BatchNorm2d::set_statistics(const std::vector<double>& mean, const std::vec
   }
 }
 
+void BatchNorm2d::combine_over_replicas(std::vector<double>& mean, std::vector<double>& m2, double& count) {
+  // Per replica: count (hi, lo), mean (C hi, then C lo), M2 (C).
+  const std::size_t c_count = static_cast<std::size_t>(channels_), per = 3 * c_count + 2;
+  std::vector<float> mine(per);
+  auto split = [&mine](std::size_t hi_at, std::size_t lo_at, double v) {
+    mine[hi_at] = static_cast<float>(v);
+    mine[lo_at] = static_cast<float>(v - mine[hi_at]);
+  };
+  split(0, 1, count);
+  for (std::size_t c = 0; c < c_count; ++c) {
+    split(2 + c, 2 + c_count + c, mean[c]);
+    mine[2 + 2 * c_count + c] = static_cast<float>(m2[c]);
+  }
+  const std::size_t replicas = static_cast<std::size_t>(reducer()->replicas());
+  sums_.resize({static_cast<std::int64_t>(per)});
+  sums_.copy_from_host(mine);
+  gathered_.resize({static_cast<std::int64_t>(replicas * per)});
+  reducer()->gather(sums_.data(), gathered_.data(), per);
+  std::vector<float> all(replicas * per);
+  gathered_.copy_to_host(all);
+  auto joined = [&all](std::size_t hi_at, std::size_t lo_at) { return double{all[hi_at]} + double{all[lo_at]}; };
+  std::vector<double> n(replicas);
+  count = 0;
+  for (std::size_t r = 0; r < replicas; ++r) count += n[r] = joined(r * per, r * per + 1);
+  for (std::size_t c = 0; c < c_count; ++c) {
+    std::vector<double> m(replicas);
+    double weighted = 0, spread = 0;
+    for (std::size_t r = 0; r < replicas; ++r) {
+      m[r] = joined(r * per + 2 + c, r * per + 2 + c_count + c);
+      weighted += n[r] * m[r];
+    }
+    mean[c] = count > 0 ? weighted / count : 0.0;
+    for (std::size_t r = 0; r < replicas; ++r)
+      spread += all[r * per + 2 + 2 * c_count + c] + n[r] * (m[r] - mean[c]) * (m[r] - mean[c]);
+    m2[c] = spread;
+  }
+}
+
 void BatchNorm2d::batch_statistics(const Tensor& x) {
   const detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())};
-  std::vector<double> sum, m2;
-  kernels_->sums(b, x.data(), sum);
+  std::vector<double> mean, m2;
   double count = static_cast<double>(b.n * b.area);
-  if (reducer()) reduce(sum, &count);
+  kernels_->sums(b, x.data(), mean);
+  for (auto& m : mean) m = count > 0 ? m / count : 0.0;
+  kernels_->squared_deviations(b, x.data(), mean, m2);
+  if (reducer()) combine_over_replicas(mean, m2, count);
   MIRROR_CHECK(count > 1.0, kInvalidArgument,
                "batchnorm2d in training needs more than one value per channel, got a batch of shape "
                    << to_string(x.shape()) << (reducer() ? " over all replicas" : ""));
-  std::vector<double> mean(channels_), var(channels_);
-  for (std::int64_t c = 0; c < channels_; ++c) mean[c] = sum[c] / count;
-  kernels_->squared_deviations(b, x.data(), mean, m2);
-  if (reducer()) reduce(m2, nullptr);
+  std::vector<double> var(channels_);
   count_ = count;
   auto rm = read(device_, running_mean_, channels_), rv = read(device_, running_var_, channels_);
   const double m = momentum_;
@@ -206,7 +245,7 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
     if (reducer()) {
       std::vector<double> both(sdy);
       both.insert(both.end(), sdyx.begin(), sdyx.end());
-      reduce(both, nullptr);
+      reduce(both);
       std::copy(both.begin(), both.begin() + channels_, sdy.begin());
       std::copy(both.begin() + channels_, both.end(), sdyx.begin());
     }

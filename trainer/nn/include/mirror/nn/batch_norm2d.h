@@ -3,8 +3,8 @@
 // the biased batch variance, y = γ (x − μ) / sqrt(σ² + eps) + β, and the running statistics move by momentum
 // with the unbiased variance: rm = (1 − m) rm + m μ, rv = (1 − m) rv + m σ² M / (M − 1), M = values per channel;
 // in evaluation the running statistics normalise. Synchronised when the forward context carries a
-// ReplicaReducer: the batch statistics (forward) and the two sums the input gradient needs (backward) are
-// summed over all replicas, so every replica normalises with the statistics of the global batch and N replicas
+// ReplicaReducer: the batch statistics (forward: every replica's count, mean and M2, gathered and combined)
+// and the two sums the input gradient needs (backward: summed) are taken over all replicas, so every replica normalises with the statistics of the global batch and N replicas
 // × B samples compute what 1 replica × N·B does. γ and β gradients stay sums over the local batch (the trainer's
 // gradient average over replicas makes them the global ones). How the statistics are summed: batch_norm2d.cc.
 #pragma once
@@ -54,7 +54,7 @@ class BatchNorm2d final : public Layer {
   bool absorb_following_relu() override;
   const Tensor& forward(const Tensor& x) override;
   // Reports β (index 1) and γ (index 0), then computes dx when need_dx (synchronised: one reducer->sum of 2·C
-  // values, after the two reports). Forward, synchronised: two reducer->sum calls (C + 1, then C values).
+  // values, after the two reports). Forward, synchronised: one reducer->gather of 3·C + 2 values.
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 
   std::int64_t channels() const { return channels_; }
@@ -63,7 +63,9 @@ class BatchNorm2d final : public Layer {
 
  private:
   ReplicaReducer* reducer() const;                          // the forward context's, or null
-  void reduce(std::vector<double>& values, double* extra);  // sums values (and *extra) over the replicas
+  void reduce(std::vector<double>& values);  // sums values over the replicas
+  // Replaces this replica's (mean, M2, count) by the global batch's, from every replica's (one gather).
+  void combine_over_replicas(std::vector<double>& mean, std::vector<double>& m2, double& count);
   void batch_statistics(const Tensor& x);  // sets the statistics, count_; updates the running statistics
   void running_statistics();               // sets the statistics from the running statistics
   void set_statistics(const std::vector<double>& mean, const std::vector<double>& var);
@@ -81,7 +83,7 @@ class BatchNorm2d final : public Layer {
   double count_ = 0;           // values per channel behind the statistics (global when synchronised)
   detail::BnChannelMean mean_;  // of the last forward, as hi + lo floats
   std::vector<float> inv_std_, gamma_;
-  Tensor y_, dx_, sums_;  // sums_: what the reducer sums, on the layer's device
+  Tensor y_, dx_, sums_, gathered_;  // sums_: what goes to the reducer, gathered_: what the gather returns
 };
 
 }  // namespace mirror::nn

@@ -41,12 +41,16 @@ struct BufferSpec {
   float initial_value = 0.0f;
 };
 
-// Sums values over all data-parallel replicas in place (SyncBN's batch statistics). The trainer implements it
-// over its communicator; the nn core sees only this interface. `data` is memory of the layer's device.
+// What SyncBN needs across all data-parallel replicas. The trainer implements it over its communicator; the
+// nn core sees only this interface. Pointers are memory of the layer's device. Collective: every replica
+// calls the same methods in the same order.
 class ReplicaReducer {
  public:
   virtual ~ReplicaReducer() = default;
+  // data[i] = the sum of every replica's data[i], in place (backward's gradient sums).
   virtual void sum(float* data, std::size_t count) = 0;
+  // all[r·count + i] = replica r's mine[i], for every replica r (forward's per-replica statistics).
+  virtual void gather(const float* mine, float* all, std::size_t count) = 0;
   virtual int replicas() const = 0;
 };
 
