@@ -133,7 +133,6 @@ void ShmCommunicator::do_allreduce(const CollectiveCall& call, const OpContext& 
     if (single_for_shape(call, every_rank_in_place(call))) return allreduce_single(call, ctx, true);
     return staged_allreduce(call, ctx, true);
   }
-  if (direct_tried) return allreduce_staged(call, ctx);
   staged_allreduce(call, ctx, synced);
 }
 

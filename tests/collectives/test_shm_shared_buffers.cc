@@ -3,7 +3,7 @@
 // threshold and not divisible by the rank count, buffers at an offset into a shared buffer, each against
 // a serial reference on every rank (exact-sum inputs, zero tolerance); the direct path is taken exactly
 // when every rank's buffers are shared and alive everywhere (counted), and falls back to the staging path
-// otherwise with the same results; the MPI transport hands out ordinary memory that works the same;
+// otherwise with the same results (at 2 ranks by buffers, not pipelined, as without shared buffers); the MPI transport hands out ordinary memory that works the same;
 // mismatched sizes and more than 64 live buffers fail on every rank; mismatched counts on shared buffers
 // fail on every rank before any rank touches another's buffer, and a rank that skips such an allreduce
 // makes the others time out naming it; a rank that cannot create its part (file size limit) makes
@@ -194,10 +194,16 @@ TEST_P(SharedBuffers, OrdinaryBuffersOnOneRankFallBackToStaging) {
   const bool ordinary = c->rank() == c->size() - 1;  // the last rank (rank 0 alone when size 1)
   void* send = ordinary ? own_send.data() : a.data();
   void* recv = ordinary ? own_recv.data() : b.data();
-  const std::uint64_t before = shm_staging_counts(*c).direct;
+  const ShmStagingCounts before = shm_staging_counts(*c);
   EXPECT_TRUE(allreduce_exact(*c, send, recv, count, DataType::kFloat32, ReduceOp::kSum));
   EXPECT_TRUE(allreduce_exact(*c, recv, recv, count, DataType::kFloat32, ReduceOp::kMax));
-  EXPECT_EQ(shm_staging_counts(*c).direct, before);
+  const ShmStagingCounts after = shm_staging_counts(*c);
+  EXPECT_EQ(after.direct, before.direct);
+  // At 2 ranks these 4 MB go by buffers (or single copy), as without shared buffers: not the pipelined path,
+  // which counts its calls as cached or streaming.
+  if (c->size() == 2 && GetParam() == "shm") {
+    EXPECT_EQ(after.cached + after.streaming, before.cached + before.streaming);
+  }
 }
 
 TEST_P(SharedBuffers, BufferReleasedOnAnotherRankFallsBack) {
