@@ -158,7 +158,9 @@ TEST_P(BnShapes, AccumulateAddsToGradients) {
 
 INSTANTIATE_TEST_SUITE_P(OddShapes, BnShapes,
                          ::testing::Values(BnCase{4, 3, 5, 6}, BnCase{1, 5, 3, 7}, BnCase{3, 7, 2, 2},
-                                           BnCase{2, 1, 9, 4}));
+                                           BnCase{2, 1, 9, 4},
+                                           // a plane of 143: one vectorised group of 128 and a partial tail
+                                           BnCase{2, 3, 13, 11}));
 
 // Blocked batches (nChw8c / nChw16c, built by the index formula of tensor.h): y and dx come back in the same
 // layout and, read back by that formula, match the double reference and its central differences.
@@ -200,6 +202,30 @@ TEST(BatchNorm2dBlocked, BlockedBatchesMatchTheReferenceInTrainingAndEvaluation)
                      "dgamma");
         expect_close(f.dbeta, central_differences([&](const auto& v) { return loss(xd, gd, v); }, bd, h), 1e-4, "dbeta");
       }
+}
+
+// The loops sum in the same order on every layout (batch_norm2d_cpu.cc), so a blocked batch gives the NCHW
+// batch's bits: y, dx, the parameter gradients and the running statistics.
+TEST(BatchNorm2dBlocked, BlockedAndNchwGiveTheSameBits) {
+  for (const BnCase k : {BnCase{2, 16, 13, 11}, BnCase{3, 8, 4, 5}, BnCase{1, 16, 16, 9}})
+    for (const Layout layout : {Layout::kNChw8c, Layout::kNChw16c}) {
+      if (k.c % channel_block(layout) != 0) continue;
+      SCOPED_TRACE(to_string(k.shape()) + " " + to_string(layout));
+      BnFixture plain(k), blocked(k);
+      const auto r = random_vector(k.numel(), 43);
+      const auto y = plain.layer.forward(plain.xt).to_host();
+      const auto dx = plain.layer.backward(host_tensor(r, k.shape()), GradMode::kOverwrite, true, {})->to_host();
+      const Tensor xb = testing::blocked_tensor(blocked.x, k.shape(), layout);  // backward reads it again
+      const auto yb = testing::nchw_values(blocked.layer.forward(xb));
+      const Tensor* dxb =
+          blocked.layer.backward(testing::blocked_tensor(r, k.shape(), layout), GradMode::kOverwrite, true, {});
+      EXPECT_EQ(yb, y);
+      EXPECT_EQ(testing::nchw_values(*dxb), dx);
+      EXPECT_EQ(blocked.dgamma, plain.dgamma);
+      EXPECT_EQ(blocked.dbeta, plain.dbeta);
+      EXPECT_EQ(blocked.running_mean, plain.running_mean);
+      EXPECT_EQ(blocked.running_var, plain.running_var);
+    }
 }
 
 TEST(BatchNorm2dBlocked, RefusesADyInAnotherLayout) {

@@ -1,7 +1,8 @@
 // batch_norm2d_cpu.cc — BatchNorm2d's CPU loops (batch_norm2d_kernels.h), vectorised by the compiler, over NCHW
-// (omp simd over each H×W plane; plane sums in double lanes) or over oneDNN's channel-blocked layouts nChw8c /
-// nChw16c (tensor.h: the b channels of a block are the b lanes of each pixel, so every loop runs over whole
-// vectors of b channels with their per-channel constants held in registers; sums in b double lanes per block).
+// (omp simd over each H×W plane) or over oneDNN's channel-blocked layouts nChw8c / nChw16c (tensor.h: the b
+// channels of a block are the b lanes of each pixel, so every loop runs over whole vectors of b channels with
+// their per-channel constants held in registers). Σx is summed in double lanes; the squared deviations and the
+// gradient sums in float partials of a few pixels, each added to a double (see kPartialPixels).
 // For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
 // than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
 // A ReLU fused after the layer (BnBatch::relu) is applied in normalise and masks dy in the backward loops.
@@ -9,6 +10,7 @@
 // same loops for AVX2 (GCC's target pragma below, after the library headers, so that only this file's own
 // functions, all of internal linkage, get AVX2 code: no shared inline function may carry it into the baseline).
 // AVX2 without FMA: each element's arithmetic is the baseline's; only NCHW plane sums change their order.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -60,43 +62,126 @@ void channel_sums(const BnBatch& b, F f, const float* post, std::vector<double>&
   });
 }
 
-// Two sums in one pass: out1[c] = Σ f1(i, c) and out2[c] = Σ f2(i, c) · post2[c], each as channel_sums gives.
+// Float partials, for sums of terms that do not cancel to far less than their size (squared deviations; the
+// gradient sums, whose error then stays far below dy's own): each lane sums kPartialPixels pixels in float,
+// then adds that partial to its double sum. About 2x faster than double lanes
+// per element (AVX2: 8 floats a vector against 4 doubles; docs/benchmarks.md, "Float partials"), within ~16
+// float roundings of the terms' magnitudes. Σx keeps double lanes (channel_sums): with a large mean its float
+// partials would be off by more than a small spread.
+constexpr std::int64_t kPartialPixels = 16;
+
+// out1[c] = Σ f1(i, c) · post1[c] and out2[c] = Σ f2(i, c) · post2[c] (post null: 1), f1 and f2 floats.
 template <std::int64_t B, typename F1, typename F2>
-void blocked_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
-                   std::vector<double>& out2) {
+void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, const float* post2,
+                         std::vector<double>& out1, std::vector<double>& out2) {
   out1.assign(b.channels, 0.0);
   out2.assign(b.channels, 0.0);
   for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
     std::array<double, B> a1{}, a2{};
-    for (std::int64_t i = 0; i < b.area; ++i)
+    for (std::int64_t i0 = 0; i0 < b.area; i0 += kPartialPixels) {
+      const std::int64_t i1 = std::min(b.area, i0 + kPartialPixels);
+      std::array<float, B> p1{}, p2{};
+      for (std::int64_t i = i0; i < i1; ++i)
 #pragma omp simd
+        for (std::int64_t l = 0; l < B; ++l) {
+          p1[l] += f1(off + i * B + l, c0 + l);
+          p2[l] += f2(off + i * B + l, c0 + l);
+        }
       for (std::int64_t l = 0; l < B; ++l) {
-        a1[l] += f1(off + i * B + l, c0 + l);
-        a2[l] += f2(off + i * B + l, c0 + l);
+        a1[l] += p1[l];
+        a2[l] += p2[l];
       }
+    }
     for (std::int64_t l = 0; l < B; ++l) {
-      out1[c0 + l] += a1[l];
-      out2[c0 + l] += a2[l] * post2[c0 + l];
+      out1[c0 + l] += post1 ? a1[l] * post1[c0 + l] : a1[l];
+      out2[c0 + l] += post2 ? a2[l] * post2[c0 + l] : a2[l];
     }
   });
 }
 
+// NCHW: the same partials in the same order as a blocked lane's (kPartialPixels consecutive pixels each, summed
+// in order, added to the double in order), so both layouts give the same bits; vectorised across kPlaneChunks
+// partials at a time (strided loads) instead of across channels.
+constexpr std::int64_t kPlaneChunks = 8;
+
 template <typename F1, typename F2>
-void channel_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
-                   std::vector<double>& out2) {
-  if (b.block == 8) return blocked_sums2<8>(b, f1, f2, post2, out1, out2);
-  if (b.block == 16) return blocked_sums2<16>(b, f1, f2, post2, out1, out2);
+void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, const float* post2,
+                         std::vector<double>& out1, std::vector<double>& out2) {
+  if (b.block == 8) return blocked_float_sums2<8>(b, f1, f2, post1, post2, out1, out2);
+  if (b.block == 16) return blocked_float_sums2<16>(b, f1, f2, post1, post2, out1, out2);
   out1.assign(b.channels, 0.0);
   out2.assign(b.channels, 0.0);
+  constexpr std::int64_t kGroup = kPartialPixels * kPlaneChunks;
   for_each_run(b, [&](std::int64_t off, std::int64_t c) {
-    double p1 = 0.0, p2 = 0.0;
-#pragma omp simd reduction(+ : p1, p2)
-    for (std::int64_t i = 0; i < b.area; ++i) {
-      p1 += f1(off + i, c);
-      p2 += f2(off + i, c);
+    double a1 = 0.0, a2 = 0.0;
+    std::int64_t i0 = 0;
+    for (; i0 + kGroup <= b.area; i0 += kGroup) {
+      std::array<float, kPlaneChunks> p1{}, p2{};
+      for (std::int64_t t = 0; t < kPartialPixels; ++t)
+#pragma omp simd
+        for (std::int64_t j = 0; j < kPlaneChunks; ++j) {
+          p1[j] += f1(off + i0 + j * kPartialPixels + t, c);
+          p2[j] += f2(off + i0 + j * kPartialPixels + t, c);
+        }
+      for (std::int64_t j = 0; j < kPlaneChunks; ++j) {
+        a1 += p1[j];
+        a2 += p2[j];
+      }
     }
-    out1[c] += p1;
-    out2[c] += p2 * post2[c];
+    for (; i0 < b.area; i0 += kPartialPixels) {
+      float p1 = 0.0f, p2 = 0.0f;
+      for (std::int64_t i = i0; i < std::min(b.area, i0 + kPartialPixels); ++i) {
+        p1 += f1(off + i, c);
+        p2 += f2(off + i, c);
+      }
+      a1 += p1;
+      a2 += p2;
+    }
+    out1[c] += post1 ? a1 * post1[c] : a1;
+    out2[c] += post2 ? a2 * post2[c] : a2;
+  });
+}
+
+// out[c] = Σ f(i, c), f a float, as channel_float_sums2 sums.
+template <std::int64_t B, typename F>
+void blocked_float_sums(const BnBatch& b, F f, std::vector<double>& out) {
+  out.assign(b.channels, 0.0);
+  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    std::array<double, B> a{};
+    for (std::int64_t i0 = 0; i0 < b.area; i0 += kPartialPixels) {
+      const std::int64_t i1 = std::min(b.area, i0 + kPartialPixels);
+      std::array<float, B> p{};
+      for (std::int64_t i = i0; i < i1; ++i)
+#pragma omp simd
+        for (std::int64_t l = 0; l < B; ++l) p[l] += f(off + i * B + l, c0 + l);
+      for (std::int64_t l = 0; l < B; ++l) a[l] += p[l];
+    }
+    for (std::int64_t l = 0; l < B; ++l) out[c0 + l] += a[l];
+  });
+}
+
+template <typename F>
+void channel_float_sums(const BnBatch& b, F f, std::vector<double>& out) {
+  if (b.block == 8) return blocked_float_sums<8>(b, f, out);
+  if (b.block == 16) return blocked_float_sums<16>(b, f, out);
+  out.assign(b.channels, 0.0);
+  constexpr std::int64_t kGroup = kPartialPixels * kPlaneChunks;
+  for_each_run(b, [&](std::int64_t off, std::int64_t c) {  // as channel_float_sums2's NCHW loop
+    double a = 0.0;
+    std::int64_t i0 = 0;
+    for (; i0 + kGroup <= b.area; i0 += kGroup) {
+      std::array<float, kPlaneChunks> p{};
+      for (std::int64_t t = 0; t < kPartialPixels; ++t)
+#pragma omp simd
+        for (std::int64_t j = 0; j < kPlaneChunks; ++j) p[j] += f(off + i0 + j * kPartialPixels + t, c);
+      for (std::int64_t j = 0; j < kPlaneChunks; ++j) a += p[j];
+    }
+    for (; i0 < b.area; i0 += kPartialPixels) {
+      float p = 0.0f;
+      for (std::int64_t i = i0; i < std::min(b.area, i0 + kPartialPixels); ++i) p += f(off + i, c);
+      a += p;
+    }
+    out[c] += a;
   });
 }
 
@@ -130,13 +215,18 @@ class CpuBatchNorm final : public BatchNormKernels {
   void squared_deviations(const BnBatch& b, const float* x, const std::vector<double>& mean,
                           std::vector<double>& out) override {
     const float* __restrict in = x;
-    const double* m = mean.data();
-    channel_sums(b,
-                 [in, m](std::int64_t i, std::int64_t c) {
-                   const double d = in[i] - m[c];
-                   return d * d;
-                 },
-                 nullptr, out);
+    BnChannelMean split;  // x − mean as (x − hi) − lo in float: exact near the mean, as normalise takes it
+    for (double m : mean) {
+      split.hi.push_back(static_cast<float>(m));
+      split.lo.push_back(static_cast<float>(m - split.hi.back()));
+    }
+    const float *hi = split.hi.data(), *lo = split.lo.data();
+    channel_float_sums(b,
+                       [in, hi, lo](std::int64_t i, std::int64_t c) {
+                         const float d = (in[i] - hi[c]) - lo[c];
+                         return d * d;
+                       },
+                       out);
   }
 
   void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
@@ -185,13 +275,10 @@ class CpuBatchNorm final : public BatchNormKernels {
   template <typename Dy>
   static void gradient_sums_of(const BnBatch& b, Dy g, const float* x, const BnChannelMean& mean,
                                const std::vector<float>& inv_std, std::vector<double>& sdy, std::vector<double>& sdyx) {
-    const float* __restrict in = x;
-    std::vector<double> m(b.channels);
-    for (std::int64_t c = 0; c < b.channels; ++c) m[c] = static_cast<double>(mean.hi[c]) + mean.lo[c];
-    const double* mp = m.data();
-    channel_sums2(
-        b, [g](std::int64_t i, std::int64_t) { return static_cast<double>(g(i)); },
-        [g, in, mp](std::int64_t i, std::int64_t c) { return static_cast<double>(g(i)) * (in[i] - mp[c]); },
+    const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data();
+    channel_float_sums2(
+        b, [g](std::int64_t i, std::int64_t) { return g(i); },
+        [g, in, hi, lo](std::int64_t i, std::int64_t c) { return g(i) * ((in[i] - hi[c]) - lo[c]); }, nullptr,
         inv_std.data(), sdy, sdyx);
   }
 
