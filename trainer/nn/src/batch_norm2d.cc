@@ -4,8 +4,8 @@
 // the running statistics live in device memory (the model's buffers): their C values are copied to the host
 // and back where they are used.
 //
-// Statistics: two passes over the local batch, mean first (Σx and the count), then M2 = Σ(x − mean)², each
-// plane summed in double. Synchronised, every replica's (count, mean, M2) travel in one reducer->gather (as
+// Statistics: two passes over the local batch, mean first (Σx and the count, in double), then M2 = Σ(x − mean)²
+// (on the CPU in float partials added to doubles: batch_norm2d_cpu.cc). Synchronised, every replica's (count, mean, M2) travel in one reducer->gather (as
 // PyTorch's SyncBatchNorm gathers mean, invstd and count) and every replica combines them in replica order in
 // double (Chan et al.'s parallel update: mean = Σ n_r·mean_r / N, M2 = Σ M2_r + n_r·(mean_r − mean)²), so all
 // replicas get the same bits. One collective per layer and forward; the two sum all-reduces it replaced (Σx,
@@ -105,14 +105,9 @@ void BatchNorm2d::reduce(std::vector<double>& values) {
 }
 
 void BatchNorm2d::set_statistics(const std::vector<double>& mean, const std::vector<double>& var) {
-  mean_.hi.resize(channels_);
-  mean_.lo.resize(channels_);
+  mean_ = detail::split_mean(mean);
   inv_std_.resize(channels_);
-  for (std::int64_t c = 0; c < channels_; ++c) {
-    mean_.hi[c] = static_cast<float>(mean[c]);
-    mean_.lo[c] = static_cast<float>(mean[c] - mean_.hi[c]);
-    inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + eps_));
-  }
+  for (std::int64_t c = 0; c < channels_; ++c) inv_std_[c] = static_cast<float>(1.0 / std::sqrt(var[c] + eps_));
 }
 
 void BatchNorm2d::combine_over_replicas(std::vector<double>& mean, std::vector<double>& m2, double& count) {

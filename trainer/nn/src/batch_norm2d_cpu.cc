@@ -14,6 +14,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 #include "batch_norm2d_kernels.h"
 
@@ -70,12 +71,14 @@ void channel_sums(const BnBatch& b, F f, const float* post, std::vector<double>&
 // partials would be off by more than a small spread.
 constexpr std::int64_t kPartialPixels = 16;
 
-// out1[c] = Σ f1(i, c) · post1[c] and out2[c] = Σ f2(i, c) · post2[c] (post null: 1), f1 and f2 floats.
+// A second sum left out: channel_float_sums2 then sums f1 only (the branches for f2 compile away).
+struct NoSum {};
+
+// out1[c] = Σ f1(i, c) and out2[c] = Σ f2(i, c) · post2[c], f1 and f2 floats.
 template <std::int64_t B, typename F1, typename F2>
-void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, const float* post2,
-                         std::vector<double>& out1, std::vector<double>& out2) {
-  out1.assign(b.channels, 0.0);
-  out2.assign(b.channels, 0.0);
+void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                         std::vector<double>& out2) {
+  constexpr bool kTwo = !std::is_same_v<F2, NoSum>;
   for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
     std::array<double, B> a1{}, a2{};
     for (std::int64_t i0 = 0; i0 < b.area; i0 += kPartialPixels) {
@@ -85,16 +88,16 @@ void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, con
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) {
           p1[l] += f1(off + i * B + l, c0 + l);
-          p2[l] += f2(off + i * B + l, c0 + l);
+          if constexpr (kTwo) p2[l] += f2(off + i * B + l, c0 + l);
         }
       for (std::int64_t l = 0; l < B; ++l) {
         a1[l] += p1[l];
-        a2[l] += p2[l];
+        if constexpr (kTwo) a2[l] += p2[l];
       }
     }
     for (std::int64_t l = 0; l < B; ++l) {
-      out1[c0 + l] += post1 ? a1[l] * post1[c0 + l] : a1[l];
-      out2[c0 + l] += post2 ? a2[l] * post2[c0 + l] : a2[l];
+      out1[c0 + l] += a1[l];
+      if constexpr (kTwo) out2[c0 + l] += a2[l] * post2[c0 + l];
     }
   });
 }
@@ -105,12 +108,13 @@ void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, con
 constexpr std::int64_t kPlaneChunks = 8;
 
 template <typename F1, typename F2>
-void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, const float* post2,
-                         std::vector<double>& out1, std::vector<double>& out2) {
-  if (b.block == 8) return blocked_float_sums2<8>(b, f1, f2, post1, post2, out1, out2);
-  if (b.block == 16) return blocked_float_sums2<16>(b, f1, f2, post1, post2, out1, out2);
+void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+                         std::vector<double>& out2) {
+  constexpr bool kTwo = !std::is_same_v<F2, NoSum>;
   out1.assign(b.channels, 0.0);
-  out2.assign(b.channels, 0.0);
+  if constexpr (kTwo) out2.assign(b.channels, 0.0);
+  if (b.block == 8) return blocked_float_sums2<8>(b, f1, f2, post2, out1, out2);
+  if (b.block == 16) return blocked_float_sums2<16>(b, f1, f2, post2, out1, out2);
   constexpr std::int64_t kGroup = kPartialPixels * kPlaneChunks;
   for_each_run(b, [&](std::int64_t off, std::int64_t c) {
     double a1 = 0.0, a2 = 0.0;
@@ -121,67 +125,24 @@ void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post1, con
 #pragma omp simd
         for (std::int64_t j = 0; j < kPlaneChunks; ++j) {
           p1[j] += f1(off + i0 + j * kPartialPixels + t, c);
-          p2[j] += f2(off + i0 + j * kPartialPixels + t, c);
+          if constexpr (kTwo) p2[j] += f2(off + i0 + j * kPartialPixels + t, c);
         }
       for (std::int64_t j = 0; j < kPlaneChunks; ++j) {
         a1 += p1[j];
-        a2 += p2[j];
+        if constexpr (kTwo) a2 += p2[j];
       }
     }
     for (; i0 < b.area; i0 += kPartialPixels) {
       float p1 = 0.0f, p2 = 0.0f;
       for (std::int64_t i = i0; i < std::min(b.area, i0 + kPartialPixels); ++i) {
         p1 += f1(off + i, c);
-        p2 += f2(off + i, c);
+        if constexpr (kTwo) p2 += f2(off + i, c);
       }
       a1 += p1;
-      a2 += p2;
+      if constexpr (kTwo) a2 += p2;
     }
-    out1[c] += post1 ? a1 * post1[c] : a1;
-    out2[c] += post2 ? a2 * post2[c] : a2;
-  });
-}
-
-// out[c] = Σ f(i, c), f a float, as channel_float_sums2 sums.
-template <std::int64_t B, typename F>
-void blocked_float_sums(const BnBatch& b, F f, std::vector<double>& out) {
-  out.assign(b.channels, 0.0);
-  for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
-    std::array<double, B> a{};
-    for (std::int64_t i0 = 0; i0 < b.area; i0 += kPartialPixels) {
-      const std::int64_t i1 = std::min(b.area, i0 + kPartialPixels);
-      std::array<float, B> p{};
-      for (std::int64_t i = i0; i < i1; ++i)
-#pragma omp simd
-        for (std::int64_t l = 0; l < B; ++l) p[l] += f(off + i * B + l, c0 + l);
-      for (std::int64_t l = 0; l < B; ++l) a[l] += p[l];
-    }
-    for (std::int64_t l = 0; l < B; ++l) out[c0 + l] += a[l];
-  });
-}
-
-template <typename F>
-void channel_float_sums(const BnBatch& b, F f, std::vector<double>& out) {
-  if (b.block == 8) return blocked_float_sums<8>(b, f, out);
-  if (b.block == 16) return blocked_float_sums<16>(b, f, out);
-  out.assign(b.channels, 0.0);
-  constexpr std::int64_t kGroup = kPartialPixels * kPlaneChunks;
-  for_each_run(b, [&](std::int64_t off, std::int64_t c) {  // as channel_float_sums2's NCHW loop
-    double a = 0.0;
-    std::int64_t i0 = 0;
-    for (; i0 + kGroup <= b.area; i0 += kGroup) {
-      std::array<float, kPlaneChunks> p{};
-      for (std::int64_t t = 0; t < kPartialPixels; ++t)
-#pragma omp simd
-        for (std::int64_t j = 0; j < kPlaneChunks; ++j) p[j] += f(off + i0 + j * kPartialPixels + t, c);
-      for (std::int64_t j = 0; j < kPlaneChunks; ++j) a += p[j];
-    }
-    for (; i0 < b.area; i0 += kPartialPixels) {
-      float p = 0.0f;
-      for (std::int64_t i = i0; i < std::min(b.area, i0 + kPartialPixels); ++i) p += f(off + i, c);
-      a += p;
-    }
-    out[c] += a;
+    out1[c] += a1;
+    if constexpr (kTwo) out2[c] += a2 * post2[c];
   });
 }
 
@@ -215,18 +176,16 @@ class CpuBatchNorm final : public BatchNormKernels {
   void squared_deviations(const BnBatch& b, const float* x, const std::vector<double>& mean,
                           std::vector<double>& out) override {
     const float* __restrict in = x;
-    BnChannelMean split;  // x − mean as (x − hi) − lo in float: exact near the mean, as normalise takes it
-    for (double m : mean) {
-      split.hi.push_back(static_cast<float>(m));
-      split.lo.push_back(static_cast<float>(m - split.hi.back()));
-    }
+    const BnChannelMean split = split_mean(mean);  // x − mean as (x − hi) − lo in float, as normalise takes it
     const float *hi = split.hi.data(), *lo = split.lo.data();
-    channel_float_sums(b,
-                       [in, hi, lo](std::int64_t i, std::int64_t c) {
-                         const float d = (in[i] - hi[c]) - lo[c];
-                         return d * d;
-                       },
-                       out);
+    std::vector<double> none;
+    channel_float_sums2(
+        b,
+        [in, hi, lo](std::int64_t i, std::int64_t c) {
+          const float d = (in[i] - hi[c]) - lo[c];
+          return d * d;
+        },
+        NoSum{}, nullptr, out, none);
   }
 
   void gradient_sums(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
@@ -278,7 +237,7 @@ class CpuBatchNorm final : public BatchNormKernels {
     const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data();
     channel_float_sums2(
         b, [g](std::int64_t i, std::int64_t) { return g(i); },
-        [g, in, hi, lo](std::int64_t i, std::int64_t c) { return g(i) * ((in[i] - hi[c]) - lo[c]); }, nullptr,
+        [g, in, hi, lo](std::int64_t i, std::int64_t c) { return g(i) * ((in[i] - hi[c]) - lo[c]); },
         inv_std.data(), sdy, sdyx);
   }
 

@@ -25,6 +25,14 @@ struct BnBatch {
 
 // BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is
 // exact near the mean and a large mean keeps its digits.
+inline BnChannelMean split_mean(const std::vector<double>& mean) {
+  BnChannelMean m;
+  for (double v : mean) {
+    m.hi.push_back(static_cast<float>(v));
+    m.lo.push_back(static_cast<float>(v - m.hi.back()));
+  }
+  return m;
+}
 
 class BatchNormKernels {
  public:
