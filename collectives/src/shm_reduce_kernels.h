@@ -45,6 +45,14 @@ template <typename T, typename F>
 inline void combine_into(T* __restrict acc, const T* __restrict s, std::size_t n, F f) {
   for (std::size_t i = 0; i < n; ++i) acc[i] = f(acc[i], s[i]);
 }
+// The last combine of a block written straight to the output, so that the block is not stored twice (into
+// the accumulator, then out). `out` may be the same array as `a` or `b`, index for index (an in-place call
+// reduces its own part from its input): hence no __restrict; ivdep says no iteration depends on another.
+template <typename T, typename F>
+inline void combine2_out(T* out, const T* a, const T* b, std::size_t n, F f) {
+#pragma GCC ivdep
+  for (std::size_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+}
 // One output block: plain stores, or non-temporal ones (unfenced; shm_reduce fences once at the end).
 inline void store_block(void* dst, const void* block, std::size_t bytes, bool stream) {
   if (stream) shm_store_streaming(dst, block, bytes); else std::memcpy(dst, block, bytes);
@@ -61,9 +69,22 @@ template <typename T, typename F>
 void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks,
                   ReduceStores st) {
   alignas(64) T acc[kKernelBlock];
+  // One plain output and nothing after the last combine: that combine writes the output itself.
+  const bool last_into_dst = nsrc >= 2 && dst2 == nullptr && !st.stream_dst && !(avg && ranks > 1);
   for (std::size_t b = 0; b < count; b += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - b);
     const T* s0 = static_cast<const T*>(srcs[0]) + b;
+    if (last_into_dst) {
+      const T* last = static_cast<const T*>(srcs[nsrc - 1]) + b;
+      if (nsrc == 2) {
+        combine2_out(dst + b, s0, last, n, f);
+        continue;
+      }
+      combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
+      for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
+      combine2_out(dst + b, acc, last, n, f);
+      continue;
+    }
     if (nsrc == 1) {
       std::memcpy(acc, s0, n * sizeof(T));
     } else {
