@@ -53,6 +53,21 @@ inline void combine2_out(T* out, const T* a, const T* b, std::size_t n, F f) {
 #pragma GCC ivdep
   for (std::size_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
 }
+// The same into two plain outputs (the pipelined path's own buffer and output).
+template <typename T, typename F>
+inline void combine2_out2(T* out, T* out2, const T* a, const T* b, std::size_t n, F f) {
+#pragma GCC ivdep
+  for (std::size_t i = 0; i < n; ++i) {
+    const T v = f(a[i], b[i]);
+    out[i] = v;
+    out2[i] = v;
+  }
+}
+// The last combine of a block, written to the plain output(s).
+template <typename T, typename F>
+inline void combine_last(T* out, T* out2, const T* a, const T* b, std::size_t n, F f) {
+  if (out2 == nullptr) combine2_out(out, a, b, n, f); else combine2_out2(out, out2, a, b, n, f);
+}
 // One output block: plain stores, or non-temporal ones (unfenced; shm_reduce fences once at the end).
 inline void store_block(void* dst, const void* block, std::size_t bytes, bool stream) {
   if (stream) shm_store_streaming(dst, block, bytes); else std::memcpy(dst, block, bytes);
@@ -69,20 +84,22 @@ template <typename T, typename F>
 void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks,
                   ReduceStores st) {
   alignas(64) T acc[kKernelBlock];
-  // One plain output and nothing after the last combine: that combine writes the output itself.
-  const bool last_into_dst = nsrc >= 2 && dst2 == nullptr && !st.stream_dst && !(avg && ranks > 1);
+  // Plain outputs and nothing after the last combine: that combine writes the outputs itself.
+  const bool last_into_dst =
+      nsrc >= 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2) && !(avg && ranks > 1);
   for (std::size_t b = 0; b < count; b += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - b);
     const T* s0 = static_cast<const T*>(srcs[0]) + b;
     if (last_into_dst) {
       const T* last = static_cast<const T*>(srcs[nsrc - 1]) + b;
+      T* out2 = dst2 == nullptr ? nullptr : dst2 + b;
       if (nsrc == 2) {
-        combine2_out(dst + b, s0, last, n, f);
+        combine_last(dst + b, out2, s0, last, n, f);
         continue;
       }
       combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
       for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
-      combine2_out(dst + b, acc, last, n, f);
+      combine_last(dst + b, out2, acc, last, n, f);
       continue;
     }
     if (nsrc == 1) {
@@ -121,6 +138,10 @@ void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* sr
       combine_into(acc, tmp, n, f);
     }
     if (avg && ranks > 1) divide(acc, n, ranks);
+    if (!st.stream_dst && dst2 == nullptr) {  // one plain output: round straight into it (sources all read)
+      if (half) float_to_half(acc, dst + b, n); else float_to_bfloat16(acc, dst + b, n);
+      continue;
+    }
     if (half) float_to_half(acc, out, n); else float_to_bfloat16(acc, out, n);
     store_block(dst + b, out, n * sizeof(std::uint16_t), st.stream_dst);
     if (dst2 != nullptr) store_block(dst2 + b, out, n * sizeof(std::uint16_t), st.stream_dst2);
