@@ -142,4 +142,13 @@ void bfloat16_accumulate(const std::uint16_t* in, float* acc, std::size_t count)
   half_kernels().bfloat16_accumulate(in, acc, count);
 }
 
+void half_add2(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+               std::size_t count, float divisor) noexcept {
+  half_kernels().half_add2(a, b, out, out2, count, divisor);
+}
+void bfloat16_add2(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                   std::size_t count, float divisor) noexcept {
+  half_kernels().bfloat16_add2(a, b, out, out2, count, divisor);
+}
+
 }  // namespace mirror::coll

@@ -89,9 +89,47 @@ void accumulate_bfloat16(const std::uint16_t* in, float* acc, std::size_t n) noe
   for (; i < n; ++i) acc[i] += float_of_bfloat16(in[i]);
 }
 
+// a + b, divided unless the divisor is 1 (the same branch for every vector of a call).
+inline __m256 sum_of(__m256 a, __m256 b, __m256 d, bool divide) {
+  const __m256 v = _mm256_add_ps(a, b);
+  return divide ? _mm256_div_ps(v, d) : v;
+}
+
+// Both inputs of a vector are loaded before its output is stored, so out may be a or b index for index.
+void add2_half(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2, std::size_t n,
+               float divisor) noexcept {
+  const bool divide = divisor != 1.0f;
+  const __m256 d = _mm256_set1_ps(divisor);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 fa = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 fb = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    const __m128i h = _mm256_cvtps_ph(sum_of(fa, fb, d, divide), kNearest);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+    if (out2 != nullptr) _mm_storeu_si128(reinterpret_cast<__m128i*>(out2 + i), h);
+  }
+  for (; i < n; ++i) add2_one(a, b, out, out2, i, divisor, half_of, float_of_half);
+}
+
+void add2_bfloat16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                   std::size_t n, float divisor) noexcept {
+  const bool divide = divisor != 1.0f;
+  const __m256 d = _mm256_set1_ps(divisor);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i lo = round_to_bfloat16(sum_of(load_bfloat16(a + i), load_bfloat16(b + i), d, divide));
+    const __m256i hi = round_to_bfloat16(sum_of(load_bfloat16(a + i + 8), load_bfloat16(b + i + 8), d, divide));
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+    if (out2 != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out2 + i), packed);
+  }
+  for (; i < n; ++i) add2_one(a, b, out, out2, i, divisor, bfloat16_of, float_of_bfloat16);
+}
+
 }  // namespace
 
 const HalfKernels kHalfAvx2{"avx2",         narrow_half,     narrow_bfloat16,    widen_half,
-                            widen_bfloat16, accumulate_half, accumulate_bfloat16};
+                            widen_bfloat16, accumulate_half, accumulate_bfloat16, add2_half,
+                            add2_bfloat16};
 
 }  // namespace mirror::coll::detail

@@ -38,19 +38,23 @@ void widen_half(const std::uint16_t* in, float* out, std::size_t n, float scale)
   for (; i < n; ++i) out[i] = (scale == 1.0f ? float_of_half(in[i]) : float_of_half(in[i]) * scale);
 }
 
+// 16 floats -> 16 bfloat16.
+inline __m256i round_to_bfloat16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i top = _mm512_srli_epi32(u, 16);
+  const __mmask16 is_nan =
+      _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+  const __m512i bias = _mm512_add_epi32(_mm512_and_si512(top, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+  const __m512i quiet = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, quiet));
+}
+
 void narrow_bfloat16(const float* in, std::uint16_t* out, std::size_t n, float scale) noexcept {
   const __m512 s = _mm512_set1_ps(scale);
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512i u = _mm512_castps_si512(scaled(_mm512_loadu_ps(in + i), s, scale));
-    const __m512i top = _mm512_srli_epi32(u, 16);
-    const __mmask16 is_nan =
-        _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
-    const __m512i bias = _mm512_add_epi32(_mm512_and_si512(top, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF));
-    const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    const __m512i quiet = _mm512_or_si512(top, _mm512_set1_epi32(0x40));
-    const __m512i b = _mm512_mask_blend_epi32(is_nan, rounded, quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(b));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), round_to_bfloat16(scaled(_mm512_loadu_ps(in + i), s, scale)));
   }
   for (; i < n; ++i) out[i] = bfloat16_of(scale == 1.0f ? in[i] : in[i] * scale);
 }
@@ -81,9 +85,43 @@ void accumulate_bfloat16(const std::uint16_t* in, float* acc, std::size_t n) noe
   for (; i < n; ++i) acc[i] += float_of_bfloat16(in[i]);
 }
 
+// a + b, divided unless the divisor is 1 (the same branch for every vector of a call).
+inline __m512 sum_of(__m512 a, __m512 b, __m512 d, bool divide) {
+  const __m512 v = _mm512_add_ps(a, b);
+  return divide ? _mm512_div_ps(v, d) : v;
+}
+
+// Both inputs of a vector are loaded before its output is stored, so out may be a or b index for index.
+void add2_half(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2, std::size_t n,
+               float divisor) noexcept {
+  const bool divide = divisor != 1.0f;
+  const __m512 d = _mm512_set1_ps(divisor);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm512_cvtps_ph(sum_of(load_half(a + i), load_half(b + i), d, divide), kNearest);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
+    if (out2 != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out2 + i), h);
+  }
+  for (; i < n; ++i) add2_one(a, b, out, out2, i, divisor, half_of, float_of_half);
+}
+
+void add2_bfloat16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                   std::size_t n, float divisor) noexcept {
+  const bool divide = divisor != 1.0f;
+  const __m512 d = _mm512_set1_ps(divisor);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i r = round_to_bfloat16(sum_of(load_bfloat16(a + i), load_bfloat16(b + i), d, divide));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), r);
+    if (out2 != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out2 + i), r);
+  }
+  for (; i < n; ++i) add2_one(a, b, out, out2, i, divisor, bfloat16_of, float_of_bfloat16);
+}
+
 }  // namespace
 
 const HalfKernels kHalfAvx512{"avx512",       narrow_half,     narrow_bfloat16,    widen_half,
-                              widen_bfloat16, accumulate_half, accumulate_bfloat16};
+                              widen_bfloat16, accumulate_half, accumulate_bfloat16, add2_half,
+                              add2_bfloat16};
 
 }  // namespace mirror::coll::detail

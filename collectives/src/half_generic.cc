@@ -42,9 +42,19 @@ void accumulate_bfloat16(const std::uint16_t* __restrict in, float* __restrict a
   for (std::size_t i = 0; i < n; ++i) acc[i] += float_of_bfloat16(in[i]);
 }
 
+void add2_half(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2, std::size_t n,
+               float divisor) noexcept {
+  for (std::size_t i = 0; i < n; ++i) add2_one(a, b, out, out2, i, divisor, half_of, float_of_half);
+}
+void add2_bfloat16(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                   std::size_t n, float divisor) noexcept {
+  for (std::size_t i = 0; i < n; ++i) add2_one(a, b, out, out2, i, divisor, bfloat16_of, float_of_bfloat16);
+}
+
 }  // namespace
 
-const HalfKernels kHalfGeneric{"generic",  narrow_half,     narrow_bfloat16,    widen_half,
-                               widen_bfloat16, accumulate_half, accumulate_bfloat16};
+const HalfKernels kHalfGeneric{"generic",      narrow_half,     narrow_bfloat16,    widen_half,
+                               widen_bfloat16, accumulate_half, accumulate_bfloat16, add2_half,
+                               add2_bfloat16};
 
 }  // namespace mirror::coll::detail

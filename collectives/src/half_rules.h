@@ -58,5 +58,17 @@ inline float float_of_half(std::uint16_t h) {
   return std::bit_cast<float>(sign | v);
 }
 
+// One element of half.h's add2: the sum in float32, divided unless the divisor is 1, rounded (the tails of
+// the vector builds and the generic build). Reads both inputs before writing, so out may be a or b.
+template <typename Narrow, typename Widen>
+inline void add2_one(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                     std::size_t i, float divisor, Narrow narrow, Widen widen) {
+  float v = widen(a[i]) + widen(b[i]);
+  if (divisor != 1.0f) v = v / divisor;
+  const std::uint16_t r = narrow(v);
+  out[i] = r;
+  if (out2 != nullptr) out2[i] = r;
+}
+
 }  // namespace
 }  // namespace mirror::coll::detail

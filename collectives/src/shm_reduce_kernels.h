@@ -122,6 +122,16 @@ void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* sr
   alignas(64) float tmp[kKernelBlock];
   alignas(64) std::uint16_t out[kKernelBlock];
   const bool half = type == DataType::kFloat16;
+  // Sum or average of 2 ranks into plain outputs: one fused pass (coll/half.h's add2, the same bits).
+  if constexpr (std::is_same_v<F, AddOp<float>>) {
+    if (nsrc == 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2)) {
+      const auto* a = static_cast<const std::uint16_t*>(srcs[0]);
+      const auto* b = static_cast<const std::uint16_t*>(srcs[1]);
+      const float divisor = avg && ranks > 1 ? static_cast<float>(ranks) : 1.0f;
+      if (half) half_add2(a, b, dst, dst2, count, divisor); else bfloat16_add2(a, b, dst, dst2, count, divisor);
+      return;
+    }
+  }
   auto widen = [half](const std::uint16_t* in, float* o, std::size_t n) {
     if (half) half_to_float(in, o, n); else bfloat16_to_float(in, o, n);
   };

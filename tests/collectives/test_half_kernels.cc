@@ -2,7 +2,8 @@
 // generic: each named in the output) against half.cc's per-value reference rule, bit for bit, NaN
 // payloads included: narrowing over a stratified sample of float32 bit patterns (every sign, exponent and
 // float16-precision mantissa, each with the low 13 bits at the rounding edges: exact, ties, just off ties;
-// plus random patterns), with loss scales; widening and accumulating over all 65,536 16-bit patterns; and
+// plus random patterns), with loss scales; widening, accumulating and the fused 2-input sum (add2, also in
+// place) over all 65,536 16-bit patterns; and
 // every length 0..80 at unaligned addresses, with guards that catch a write past the end.
 // DISABLED_EveryFloat32 checks all 2^32 float32 inputs (minutes: run it by hand with
 // --gtest_also_run_disabled_tests after changing a kernel).
@@ -44,6 +45,23 @@ const char* name(bool half) { return half ? "float16" : "bfloat16"; }
 Narrow narrow_of(const HalfKernels& k, bool half) { return half ? k.float_to_half : k.float_to_bfloat16; }
 Widen widen_of(const HalfKernels& k, bool half) { return half ? k.half_to_float : k.bfloat16_to_float; }
 Accumulate accumulate_of(const HalfKernels& k, bool half) { return half ? k.half_accumulate : k.bfloat16_accumulate; }
+using Add2 = void (*)(const std::uint16_t*, const std::uint16_t*, std::uint16_t*, std::uint16_t*, std::size_t,
+                     float) noexcept;
+Add2 add2_of(const HalfKernels& k, bool half) { return half ? k.half_add2 : k.bfloat16_add2; }
+// The reference for add2: widen both by the per-value rule, add, divide unless by 1, round by the rule.
+std::uint16_t reference_add2(std::uint16_t a, std::uint16_t b, float divisor, bool half) {
+  float v = reference_widen(a, half) + reference_widen(b, half);
+  if (divisor != 1.0f) v = v / divisor;
+  return reference_narrow(v, half);
+}
+// Whether add2's result for a and b is right. When both are NaN, which payload a float32 sum keeps is the
+// hardware's (x86 keeps its first operand's) and the compiler may swap the operands of a scalar sum, so
+// either input's NaN, made quiet, is right; otherwise exactly the reference.
+bool add2_right(std::uint16_t got, std::uint16_t a, std::uint16_t b, float divisor, bool half) {
+  const float fa = reference_widen(a, half), fb = reference_widen(b, half);
+  if (fa != fa && fb != fb) return got == reference_narrow(fa, half) || got == reference_narrow(fb, half);
+  return got == reference_add2(a, b, divisor, half);
+}
 
 TEST(HalfKernels, TheChosenBuildIsTheWidestSupportedAndGenericIsAlwaysThere) {
   const auto all = supported_half_kernels();
@@ -101,6 +119,59 @@ TEST(HalfKernels, WideningAndAccumulatingEqualTheReferenceForEvery16BitPattern) 
   }
 }
 
+// Every 16-bit pattern as a, against random patterns and against its own neighbours as b (so sums that round,
+// overflow, cancel to zero, meet NaN and infinities), plain and averaged over 2 and 3, one and two outputs.
+TEST(HalfKernels, Add2EqualsTheReferenceForEvery16BitPattern) {
+  std::vector<std::uint16_t> a(65536), b_random(a.size()), b_next(a.size()), out(a.size()), out2(a.size());
+  std::mt19937 rng(5);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<std::uint16_t>(i);
+    b_random[i] = static_cast<std::uint16_t>(rng());
+    b_next[i] = static_cast<std::uint16_t>(i ^ 1u);
+  }
+  for (const bool half : {false, true}) {
+    for (const HalfKernels* k : supported_half_kernels()) {
+      for (const auto* b : {&b_random, &b_next}) {
+        for (const float divisor : {1.0f, 2.0f, 3.0f}) {
+          for (const bool two : {false, true}) {
+            std::fill(out.begin(), out.end(), 0xDEAD);
+            std::fill(out2.begin(), out2.end(), 0xBEEF);
+            add2_of(*k, half)(a.data(), b->data(), out.data(), two ? out2.data() : nullptr, a.size(), divisor);
+            for (std::size_t i = 0; i < a.size(); ++i) {
+              ASSERT_TRUE(add2_right(out[i], a[i], (*b)[i], divisor, half))
+                  << k->isa << " " << name(half) << " add2 of 0x" << std::hex << a[i] << " and 0x" << (*b)[i] << " / "
+                  << divisor << " gave 0x" << out[i] << ", the reference 0x" << reference_add2(a[i], (*b)[i], divisor, half);
+              ASSERT_EQ(out2[i], two ? out[i] : 0xBEEF) << k->isa << " " << name(half) << " second output at " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// In place, as the reductions call it: the output is one input and the second output the other.
+TEST(HalfKernels, Add2InPlaceEqualsTheReference) {
+  std::mt19937 rng(9);
+  for (const bool half : {false, true}) {
+    for (const HalfKernels* k : supported_half_kernels()) {
+      for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{1000}}) {
+        std::vector<std::uint16_t> a(n), b(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          a[i] = static_cast<std::uint16_t>(rng());
+          b[i] = static_cast<std::uint16_t>(rng());
+        }
+        const std::vector<std::uint16_t> a0 = a, b0 = b;
+        add2_of(*k, half)(a.data(), b.data(), a.data(), b.data(), n, 2.0f);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(add2_right(a[i], a0[i], b0[i], 2.0f, half)) << k->isa << " " << name(half) << " n=" << n << " i=" << i;
+          ASSERT_EQ(b[i], a[i]) << k->isa << " " << name(half) << " n=" << n << " i=" << i << ": out2 = b";
+        }
+      }
+    }
+  }
+}
+
 // Every length (vector bodies, tails, both) at every misalignment; the element after the end stays untouched.
 TEST(HalfKernels, EveryLengthAndMisalignmentStopsAtTheEnd) {
   constexpr std::size_t kMax = 80, kGuard = 4;
@@ -118,6 +189,8 @@ TEST(HalfKernels, EveryLengthAndMisalignmentStopsAtTheEnd) {
           std::vector<float> out32(off + n + kGuard, -7.0f), acc(off + n + kGuard, 0.5f);
           widen_of(*k, half)(h.data() + off, out32.data() + off, n, 1.0f);
           accumulate_of(*k, half)(h.data() + off, acc.data() + off, n);
+          std::vector<std::uint16_t> sum16(off + n + kGuard, 0xBEEF), sum16b(off + n + kGuard, 0xBEEF);
+          add2_of(*k, half)(h.data() + off, h.data() + 4 + off, sum16.data() + off, sum16b.data() + off, n, 3.0f);
           for (std::size_t i = 0; i < off + n + kGuard; ++i) {
             const bool inside = i >= off && i < off + n;
             const std::string where = std::string(k->isa) + " " + name(half) + " n=" + std::to_string(n) +
@@ -125,6 +198,9 @@ TEST(HalfKernels, EveryLengthAndMisalignmentStopsAtTheEnd) {
             ASSERT_EQ(out16[i], inside ? reference_narrow(f[i], half) : 0xBEEF) << where;
             ASSERT_EQ(bits(out32[i]), bits(inside ? reference_widen(h[i], half) : -7.0f)) << where;
             ASSERT_EQ(bits(acc[i]), bits(inside ? 0.5f + reference_widen(h[i], half) : 0.5f)) << where;
+            if (inside) ASSERT_TRUE(add2_right(sum16[i], h[i], h[i + 4], 3.0f, half)) << where << " add2";
+            else ASSERT_EQ(sum16[i], 0xBEEF) << where << " add2";
+            ASSERT_EQ(sum16b[i], sum16[i]) << where << " add2, second output";
           }
         }
       }

@@ -41,6 +41,16 @@ void bfloat16_to_float_scaled(const std::uint16_t* in, float* out, std::size_t c
 void half_accumulate(const std::uint16_t* in, float* acc, std::size_t count) noexcept;
 void bfloat16_accumulate(const std::uint16_t* in, float* acc, std::size_t count) noexcept;
 
+// out[i] = 16-bit((float32(a[i]) + float32(b[i])) / divisor), in one pass (divisor 1: no division), and the
+// same value into out2[i] when out2 is not null: the host backends' 2-rank 16-bit sum or average. The
+// operations and their order are those of widening a, accumulating b and dividing, so the bits are too
+// (where both are NaN, the NaN kept is the hardware's choice, as in any float32 sum).
+// out and out2 may each be a or b, index for index (an in-place reduction); no other overlap.
+void half_add2(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+               std::size_t count, float divisor) noexcept;
+void bfloat16_add2(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                   std::size_t count, float divisor) noexcept;
+
 // One build of the buffer conversions. `isa` names it: "avx512" (AVX-512F: vcvtps2ph/vcvtph2ps for float16,
 // integer rounding for bfloat16), "avx2" (AVX2 + F16C, the same way at 256 bits) or "generic" (portable,
 // branch-free scalar code that the compiler may vectorise for the baseline ISA).
@@ -52,6 +62,10 @@ struct HalfKernels {
   void (*bfloat16_to_float)(const std::uint16_t* in, float* out, std::size_t count, float scale) noexcept;
   void (*half_accumulate)(const std::uint16_t* in, float* acc, std::size_t count) noexcept;
   void (*bfloat16_accumulate)(const std::uint16_t* in, float* acc, std::size_t count) noexcept;
+  void (*half_add2)(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                    std::size_t count, float divisor) noexcept;
+  void (*bfloat16_add2)(const std::uint16_t* a, const std::uint16_t* b, std::uint16_t* out, std::uint16_t* out2,
+                        std::size_t count, float divisor) noexcept;
 };
 
 // The build the buffer conversions use on this CPU: the widest one it supports (chosen once).
