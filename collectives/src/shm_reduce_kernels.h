@@ -84,22 +84,25 @@ template <typename T, typename F>
 void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks,
                   ReduceStores st) {
   alignas(64) T acc[kKernelBlock];
-  // Plain outputs and nothing after the last combine: that combine writes the outputs itself.
-  const bool last_into_dst =
-      nsrc >= 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2) && !(avg && ranks > 1);
+  // Plain outputs: the last combine (and avg's division after it, in the same order) writes them itself.
+  const bool last_into_dst = nsrc >= 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2);
+  const bool divide_last = avg && ranks > 1;
+  const T d = static_cast<T>(ranks);
+  const auto combine_divide = [f, d](T x, T y) { return f(x, y) / d; };
   for (std::size_t b = 0; b < count; b += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - b);
     const T* s0 = static_cast<const T*>(srcs[0]) + b;
     if (last_into_dst) {
       const T* last = static_cast<const T*>(srcs[nsrc - 1]) + b;
       T* out2 = dst2 == nullptr ? nullptr : dst2 + b;
-      if (nsrc == 2) {
-        combine_last(dst + b, out2, s0, last, n, f);
-        continue;
+      const T* first = s0;
+      if (nsrc > 2) {
+        combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
+        for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
+        first = acc;
       }
-      combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
-      for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
-      combine_last(dst + b, out2, acc, last, n, f);
+      if (divide_last) combine_last(dst + b, out2, first, last, n, combine_divide);
+      else combine_last(dst + b, out2, first, last, n, f);
       continue;
     }
     if (nsrc == 1) {
