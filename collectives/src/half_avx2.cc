@@ -1,4 +1,4 @@
-// half_avx2.cc — the AVX2 + F16C build of the 16-bit buffer conversions (this file alone is compiled with
+// half_avx2.cc — the AVX2 + F16C build of the 16-bit buffer conversions and the 2-input sum (add2) (this file alone is compiled with
 // -mavx2 -mf16c; half.cc picks it only when the CPU reports both). float16: vcvtps2ph with the rounding
 // fixed to nearest even in the instruction (not MXCSR's; it ignores FTZ, and float32 subnormal inputs give
 // ±0 either way) and vcvtph2ps (exact, NaN made quiet), which is half.cc's rule. bfloat16: the integer

@@ -1,4 +1,4 @@
-// half_avx512.cc — the AVX-512F build of the 16-bit buffer conversions (this file alone is compiled with
+// half_avx512.cc — the AVX-512F build of the 16-bit buffer conversions and the 2-input sum (add2) (this file alone is compiled with
 // -mavx512f; half.cc picks it only when the CPU reports AVX-512F): half_avx2.cc's method at 16 lanes.
 // float16 by vcvtps2ph/vcvtph2ps (rounding fixed to nearest even in the instruction); bfloat16 by integer
 // rounding, narrowed with vpmovdw. AVX512_BF16's vcvtneps2bf16 is not used: it flushes float32 subnormal

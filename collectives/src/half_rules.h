@@ -1,7 +1,8 @@
 // half_rules.h — the branch-free per-value forms of mirror/coll/half.h's conversions, shared by the generic
 // build (half_generic.cc) and the vector builds' tails. Integer operations (and one exact subtraction of
 // normal floats), so neither the rounding mode nor DAZ/FTZ changes a result; each equals half.cc's reference
-// bit for bit, NaN included (the tests check every build against it). Internal linkage: each including file gets its own
+// bit for bit, NaN included (the tests check every build against it). add2_one is the exception: the 2-input
+// sum's float32 add and divide, in the current floating-point environment, as half.h says. Internal linkage: each including file gets its own
 // copy, compiled for its own ISA.
 #pragma once
 

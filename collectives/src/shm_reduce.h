@@ -14,7 +14,7 @@ namespace mirror::coll::detail {
 
 // dst[i] (and dst2[i] unless null) = srcs[0][i] op srcs[1][i] op ... op srcs[nsrc-1][i], then divided by
 // `ranks` for kAvg. Any type, 16-bit included. dst and dst2 may each be exactly one of the sources
-// (every block is read from all sources before it is written); partial overlaps are not allowed.
+// (each element is read from all sources before it is written); partial overlaps are not allowed.
 // `stores` picks, per output, plain or non-temporal stores (the latter fenced before return): for an
 // output that goes to memory anyway, or that another core will read and must not stay in this one's cache.
 struct ReduceStores {

@@ -1,7 +1,10 @@
 // shm_reduce_kernels.h — the body of the shared-memory reduction kernel, included by exactly two files
 // (shm_reduce.cc: baseline ISA; shm_reduce_avx2.cc: -mavx2). Everything here has internal linkage, so the
-// two builds never get mixed by the linker. Loops are plain and __restrict-qualified so -O3 vectorises
-// them; results do not depend on the ISA (no FMA contraction: only one operation per element and step).
+// two builds never get mixed by the linker. Loops are plain, so -O3 vectorises them: __restrict-qualified
+// into the block accumulator, and MIRROR_IVDEP (no dependence between iterations) where an output may be
+// an input index for index. Results do not depend on the ISA or on the store flags: the same operations in
+// the same order on every path, and no FMA contraction (ISO C++ mode: -ffp-contract=off; the only two
+// operations in one expression, avg's combine then divide, are rounded one after the other).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +17,16 @@
 #include "mirror/error.h"
 #include "shm_reduce.h"
 #include "wrapping_arith.h"
+
+// A loop whose output may be one of its inputs index for index has no dependence between iterations; say
+// so, so that the compiler vectorises it without a run-time alias check that such a call would fail.
+#if defined(__clang__)
+#define MIRROR_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define MIRROR_IVDEP _Pragma("GCC ivdep")
+#else
+#define MIRROR_IVDEP
+#endif
 
 namespace mirror::coll::detail {
 namespace {
@@ -38,25 +51,22 @@ struct MaxOp {
 };
 
 template <typename T, typename F>
-inline void combine2(T* __restrict acc, const T* __restrict a, const T* __restrict b, std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i) acc[i] = f(a[i], b[i]);
-}
-template <typename T, typename F>
 inline void combine_into(T* __restrict acc, const T* __restrict s, std::size_t n, F f) {
   for (std::size_t i = 0; i < n; ++i) acc[i] = f(acc[i], s[i]);
 }
-// The last combine of a block written straight to the output, so that the block is not stored twice (into
-// the accumulator, then out). `out` may be the same array as `a` or `b`, index for index (an in-place call
-// reduces its own part from its input): hence no __restrict; ivdep says no iteration depends on another.
+// Two sources combined into `out`: a block's last combine straight into a plain output (so the block is not
+// stored twice, into the accumulator and out), or its first into the accumulator. `out` may be the same
+// array as `a` or `b`, index for index (an in-place call reduces its own part from its input): hence no
+// __restrict, and MIRROR_IVDEP.
 template <typename T, typename F>
 inline void combine2_out(T* out, const T* a, const T* b, std::size_t n, F f) {
-#pragma GCC ivdep
+  MIRROR_IVDEP
   for (std::size_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
 }
 // The same into two plain outputs (the pipelined path's own buffer and output).
 template <typename T, typename F>
 inline void combine2_out2(T* out, T* out2, const T* a, const T* b, std::size_t n, F f) {
-#pragma GCC ivdep
+  MIRROR_IVDEP
   for (std::size_t i = 0; i < n; ++i) {
     const T v = f(a[i], b[i]);
     out[i] = v;
@@ -79,7 +89,10 @@ inline void divide(T* __restrict acc, std::size_t n, int ranks) {
   for (std::size_t i = 0; i < n; ++i) acc[i] = acc[i] / d;
 }
 
-// Same-width types: accumulate one block from every source, then store it.
+// Same-width types, block by block: the sources combined in rank order (then avg's division), straight into
+// plain outputs, or into the block accumulator that streamed outputs are copied from. Both take the first
+// combine from combine2_out, the same source expression, whichever stores a rank's outputs get (which
+// payload a NaN + NaN keeps follows the operand order the compiler picks for it).
 template <typename T, typename F>
 void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_t count, F f, bool avg, int ranks,
                   ReduceStores st) {
@@ -97,7 +110,7 @@ void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_
       T* out2 = dst2 == nullptr ? nullptr : dst2 + b;
       const T* first = s0;
       if (nsrc > 2) {
-        combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
+        combine2_out(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
         for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
         first = acc;
       }
@@ -108,7 +121,7 @@ void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_
     if (nsrc == 1) {
       std::memcpy(acc, s0, n * sizeof(T));
     } else {
-      combine2(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
+      combine2_out(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
     }
     for (int k = 2; k < nsrc; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
     if (avg && ranks > 1) divide(acc, n, ranks);
@@ -117,24 +130,36 @@ void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_
   }
 }
 
+// A 16-bit sum or average of 2 sources: coll/half.h's add2 in one pass (widen both, add, divide, round, the
+// blocked path's operations in its order), straight into plain outputs, else block by block into a local
+// block that the streamed output(s) are copied from. Every 2-source sum takes this one kernel, so which
+// payload a NaN + NaN keeps does not depend on a rank's store flags.
+inline void add2_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* srcs, std::size_t count, bool half,
+                       float divisor, ReduceStores st) {
+  const auto* a = static_cast<const std::uint16_t*>(srcs[0]);
+  const auto* b = static_cast<const std::uint16_t*>(srcs[1]);
+  const auto add2 = half ? half_add2 : bfloat16_add2;
+  if (!st.stream_dst && (dst2 == nullptr || !st.stream_dst2)) return add2(a, b, dst, dst2, count, divisor);
+  alignas(64) std::uint16_t out[kKernelBlock];
+  for (std::size_t i = 0; i < count; i += kKernelBlock) {
+    const std::size_t n = std::min(kKernelBlock, count - i);
+    add2(a + i, b + i, out, nullptr, n, divisor);
+    store_block(dst + i, out, n * sizeof(std::uint16_t), st.stream_dst);
+    if (dst2 != nullptr) store_block(dst2 + i, out, n * sizeof(std::uint16_t), st.stream_dst2);
+  }
+}
+
 // 16-bit types: widen each source block to float32, reduce, round once.
 template <typename F>
 void reduce_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* const* srcs, int nsrc, std::size_t count,
                   DataType type, F f, bool avg, int ranks, ReduceStores st) {
+  const bool half = type == DataType::kFloat16;
+  if constexpr (std::is_same_v<F, AddOp<float>>) {
+    if (nsrc == 2) return add2_16bit(dst, dst2, srcs, count, half, avg && ranks > 1 ? static_cast<float>(ranks) : 1.0f, st);
+  }
   alignas(64) float acc[kKernelBlock];
   alignas(64) float tmp[kKernelBlock];
   alignas(64) std::uint16_t out[kKernelBlock];
-  const bool half = type == DataType::kFloat16;
-  // Sum or average of 2 ranks into plain outputs: one fused pass (coll/half.h's add2, the same bits).
-  if constexpr (std::is_same_v<F, AddOp<float>>) {
-    if (nsrc == 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2)) {
-      const auto* a = static_cast<const std::uint16_t*>(srcs[0]);
-      const auto* b = static_cast<const std::uint16_t*>(srcs[1]);
-      const float divisor = avg && ranks > 1 ? static_cast<float>(ranks) : 1.0f;
-      if (half) half_add2(a, b, dst, dst2, count, divisor); else bfloat16_add2(a, b, dst, dst2, count, divisor);
-      return;
-    }
-  }
   auto widen = [half](const std::uint16_t* in, float* o, std::size_t n) {
     if (half) half_to_float(in, o, n); else bfloat16_to_float(in, o, n);
   };

@@ -3,8 +3,8 @@
 // payloads included: narrowing over a stratified sample of float32 bit patterns (every sign, exponent and
 // float16-precision mantissa, each with the low 13 bits at the rounding edges: exact, ties, just off ties;
 // plus random patterns), with loss scales; widening, accumulating and the fused 2-input sum (add2, also in
-// place) over all 65,536 16-bit patterns; and
-// every length 0..80 at unaligned addresses, with guards that catch a write past the end.
+// place) over all 65,536 16-bit patterns; and every length 0..80 at unaligned addresses, with guards that
+// catch a write past the end.
 // DISABLED_EveryFloat32 checks all 2^32 float32 inputs (minutes: run it by hand with
 // --gtest_also_run_disabled_tests after changing a kernel).
 #include <gtest/gtest.h>
@@ -150,7 +150,8 @@ TEST(HalfKernels, Add2EqualsTheReferenceForEvery16BitPattern) {
   }
 }
 
-// In place, as the reductions call it: the output is one input and the second output the other.
+// In place, as the reductions call it: the output is one input and the second output the other (either
+// way round: rank 0 and rank 1 of the direct path), or the output is either input alone.
 TEST(HalfKernels, Add2InPlaceEqualsTheReference) {
   std::mt19937 rng(9);
   for (const bool half : {false, true}) {
@@ -162,10 +163,20 @@ TEST(HalfKernels, Add2InPlaceEqualsTheReference) {
           b[i] = static_cast<std::uint16_t>(rng());
         }
         const std::vector<std::uint16_t> a0 = a, b0 = b;
-        add2_of(*k, half)(a.data(), b.data(), a.data(), b.data(), n, 2.0f);
-        for (std::size_t i = 0; i < n; ++i) {
-          ASSERT_TRUE(add2_right(a[i], a0[i], b0[i], 2.0f, half)) << k->isa << " " << name(half) << " n=" << n << " i=" << i;
-          ASSERT_EQ(b[i], a[i]) << k->isa << " " << name(half) << " n=" << n << " i=" << i << ": out2 = b";
+        for (int layout = 0; layout < 4; ++layout) {
+          a = a0;
+          b = b0;
+          std::uint16_t* out = layout == 0 || layout == 2 ? a.data() : b.data();
+          std::uint16_t* out2 = layout == 0 ? b.data() : layout == 1 ? a.data() : nullptr;
+          add2_of(*k, half)(a.data(), b.data(), out, out2, n, 2.0f);
+          const std::string where = std::string(k->isa) + " " + name(half) + " n=" + std::to_string(n) +
+                                    " layout=" + std::to_string(layout);
+          for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(add2_right(out[i], a0[i], b0[i], 2.0f, half)) << where << " i=" << i;
+            if (out2 != nullptr) {
+              ASSERT_EQ(out2[i], out[i]) << where << " i=" << i << ": the second output";
+            }
+          }
         }
       }
     }
@@ -198,8 +209,11 @@ TEST(HalfKernels, EveryLengthAndMisalignmentStopsAtTheEnd) {
             ASSERT_EQ(out16[i], inside ? reference_narrow(f[i], half) : 0xBEEF) << where;
             ASSERT_EQ(bits(out32[i]), bits(inside ? reference_widen(h[i], half) : -7.0f)) << where;
             ASSERT_EQ(bits(acc[i]), bits(inside ? 0.5f + reference_widen(h[i], half) : 0.5f)) << where;
-            if (inside) ASSERT_TRUE(add2_right(sum16[i], h[i], h[i + 4], 3.0f, half)) << where << " add2";
-            else ASSERT_EQ(sum16[i], 0xBEEF) << where << " add2";
+            if (inside) {
+              ASSERT_TRUE(add2_right(sum16[i], h[i], h[i + 4], 3.0f, half)) << where << " add2";
+            } else {
+              ASSERT_EQ(sum16[i], 0xBEEF) << where << " add2";
+            }
             ASSERT_EQ(sum16b[i], sum16[i]) << where << " add2, second output";
           }
         }
@@ -218,6 +232,13 @@ TEST(HalfKernels, TheBufferFunctionsUseTheChosenBuild) {
     for (std::size_t i = 0; i < x.size(); ++i) {
       EXPECT_EQ(a[i], reference_narrow(x[i], half)) << name(half) << " " << i;
       EXPECT_EQ(b[i], reference_narrow(x[i] * 2.0f, half)) << name(half) << " " << i;
+    }
+    std::vector<std::uint16_t> sum(x.size()), twice(x.size());
+    if (half) half_add2(a.data(), b.data(), sum.data(), twice.data(), x.size(), 3.0f);
+    else bfloat16_add2(a.data(), b.data(), sum.data(), twice.data(), x.size(), 3.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_TRUE(add2_right(sum[i], a[i], b[i], 3.0f, half)) << name(half) << " add2 " << i;
+      EXPECT_EQ(twice[i], sum[i]) << name(half) << " add2's second output " << i;
     }
   }
 }

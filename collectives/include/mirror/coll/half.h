@@ -10,7 +10,9 @@
 // add in it.
 //
 // The per-value functions are the reference rule. The whole-buffer ones run a vector build picked once at
-// run time from the CPU (half_kernels()): every build gives the reference's bits for every input.
+// run time from the CPU (half_kernels()): every build gives the reference's bits for every input (add2:
+// the widened inputs added and divided in float32 in the current environment, as the accumulating forms
+// add, then rounded by the rule; where both inputs are NaN, either one's quieted NaN).
 #pragma once
 
 #include <cstddef>
