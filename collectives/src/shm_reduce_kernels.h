@@ -78,6 +78,10 @@ template <typename T, typename F>
 inline void combine_last(T* out, T* out2, const T* a, const T* b, std::size_t n, F f) {
   if (out2 == nullptr) combine2_out(out, a, b, n, f); else combine2_out2(out, out2, a, b, n, f);
 }
+// Whether every output there is takes plain stores (then a kernel may write them straight from registers).
+inline bool plain_outputs(const void* dst2, ReduceStores st) {
+  return !st.stream_dst && (dst2 == nullptr || !st.stream_dst2);
+}
 // One output block: plain stores, or non-temporal ones (unfenced; shm_reduce fences once at the end).
 inline void store_block(void* dst, const void* block, std::size_t bytes, bool stream) {
   if (stream) shm_store_streaming(dst, block, bytes); else std::memcpy(dst, block, bytes);
@@ -98,33 +102,28 @@ void reduce_typed(T* dst, T* dst2, const void* const* srcs, int nsrc, std::size_
                   ReduceStores st) {
   alignas(64) T acc[kKernelBlock];
   // Plain outputs: the last combine (and avg's division after it, in the same order) writes them itself.
-  const bool last_into_dst = nsrc >= 2 && !st.stream_dst && (dst2 == nullptr || !st.stream_dst2);
+  const bool last_into_dst = nsrc >= 2 && plain_outputs(dst2, st);
+  const int folded = last_into_dst ? nsrc - 1 : nsrc;  // the sources combined before the outputs are written
   const bool divide_last = avg && ranks > 1;
   const T d = static_cast<T>(ranks);
   const auto combine_divide = [f, d](T x, T y) { return f(x, y) / d; };
   for (std::size_t b = 0; b < count; b += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - b);
-    const T* s0 = static_cast<const T*>(srcs[0]) + b;
+    auto src = [srcs, b](int k) { return static_cast<const T*>(srcs[k]) + b; };
+    const T* first = src(0);
+    if (folded >= 2) {
+      combine2_out(acc, src(0), src(1), n, f);
+      for (int k = 2; k < folded; ++k) combine_into(acc, src(k), n, f);
+      first = acc;
+    }
     if (last_into_dst) {
-      const T* last = static_cast<const T*>(srcs[nsrc - 1]) + b;
       T* out2 = dst2 == nullptr ? nullptr : dst2 + b;
-      const T* first = s0;
-      if (nsrc > 2) {
-        combine2_out(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
-        for (int k = 2; k < nsrc - 1; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
-        first = acc;
-      }
-      if (divide_last) combine_last(dst + b, out2, first, last, n, combine_divide);
-      else combine_last(dst + b, out2, first, last, n, f);
+      if (divide_last) combine_last(dst + b, out2, first, src(nsrc - 1), n, combine_divide);
+      else combine_last(dst + b, out2, first, src(nsrc - 1), n, f);
       continue;
     }
-    if (nsrc == 1) {
-      std::memcpy(acc, s0, n * sizeof(T));
-    } else {
-      combine2_out(acc, s0, static_cast<const T*>(srcs[1]) + b, n, f);
-    }
-    for (int k = 2; k < nsrc; ++k) combine_into(acc, static_cast<const T*>(srcs[k]) + b, n, f);
-    if (avg && ranks > 1) divide(acc, n, ranks);
+    if (folded == 1) std::memcpy(acc, first, n * sizeof(T));
+    if (divide_last) divide(acc, n, ranks);
     store_block(dst + b, acc, n * sizeof(T), st.stream_dst);
     if (dst2 != nullptr) store_block(dst2 + b, acc, n * sizeof(T), st.stream_dst2);
   }
@@ -139,7 +138,7 @@ inline void add2_16bit(std::uint16_t* dst, std::uint16_t* dst2, const void* cons
   const auto* a = static_cast<const std::uint16_t*>(srcs[0]);
   const auto* b = static_cast<const std::uint16_t*>(srcs[1]);
   const auto add2 = half ? half_add2 : bfloat16_add2;
-  if (!st.stream_dst && (dst2 == nullptr || !st.stream_dst2)) return add2(a, b, dst, dst2, count, divisor);
+  if (plain_outputs(dst2, st)) return add2(a, b, dst, dst2, count, divisor);
   alignas(64) std::uint16_t out[kKernelBlock];
   for (std::size_t i = 0; i < count; i += kKernelBlock) {
     const std::size_t n = std::min(kKernelBlock, count - i);
