@@ -10,6 +10,7 @@
 // Also Tensor::set_layout's checks.
 #include <gtest/gtest.h>
 
+#include "forwarding_layer.h"
 #include "layer_checks.h"
 #include "mirror/error.h"
 #include "mirror/nn/activation.h"
@@ -31,30 +32,15 @@ using testing::host_tensor;
 using testing::random_vector;
 
 // Forwards everything to `inner` but takes no blocked tensors, so a model keeps NCHW around it.
-class NchwOnly final : public Layer {
+class NchwOnly final : public testing::ForwardingLayer {
  public:
-  explicit NchwOnly(std::unique_ptr<Layer> inner) : inner_(std::move(inner)) {}
-  std::string kind() const override { return inner_->kind(); }
-  Shape output_sample_shape(const Shape& s) const override { return inner_->output_sample_shape(s); }
-  std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
-  void bind_parameters(std::span<const ParamBinding> b) override { inner_->bind_parameters(b); }
-  void init_parameter(std::size_t i, std::span<float> v, std::uint64_t seed) const override {
-    inner_->init_parameter(i, v, seed);
-  }
-  std::vector<BufferSpec> buffer_specs() const override { return inner_->buffer_specs(); }
-  void bind_buffers(std::span<float* const> b) override { inner_->bind_buffers(b); }
+  explicit NchwOnly(std::unique_ptr<Layer> inner) : ForwardingLayer(std::move(inner)) {}
+  bool accepts_blocked() const override { return false; }
+  void set_blocked_output(bool allowed) override { Layer::set_blocked_output(allowed); }
   const Tensor& forward(const Tensor& x) override {
     EXPECT_FALSE(x.blocked()) << kind();
-    inner_->set_training(training());
-    inner_->set_forward_context(context_);
-    return inner_->forward(x);
+    return ForwardingLayer::forward(x);
   }
-  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& ready) override {
-    return inner_->backward(dy, mode, need_dx, ready);
-  }
-
- private:
-  std::unique_ptr<Layer> inner_;
 };
 
 // The identity, taking any layout; records the layout it was given.

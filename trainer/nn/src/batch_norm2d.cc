@@ -27,6 +27,7 @@
 #include <cmath>
 
 #include "batch_norm2d_kernels.h"
+#include "bn_hand_over.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 
@@ -183,6 +184,12 @@ bool BatchNorm2d::absorb_following_relu() {
   return relu_after_;
 }
 
+bool BatchNorm2d::hand_normalisation_over(std::shared_ptr<detail::NormalisationHandOver> to) {
+  if (!device_.is_cpu() || relu_after_) return false;
+  hand_over_ = std::move(to);
+  return true;
+}
+
 const Tensor& BatchNorm2d::forward(const Tensor& x) {
   MIRROR_CHECK(weight_.value != nullptr && running_mean_ != nullptr, kInternal,
                "batchnorm2d used before its parameters and buffers were bound");
@@ -197,13 +204,21 @@ const Tensor& BatchNorm2d::forward(const Tensor& x) {
     running_statistics();
   }
   gamma_ = read(device_, weight_.value, channels_);
-  std::vector<float> scale(channels_);
-  for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
+  scale_.resize(channels_);
+  for (std::int64_t c = 0; c < channels_; ++c) scale_[c] = gamma_[c] * inv_std_[c];
+  shift_ = read(device_, bias_.value, channels_);
+  handed_over_ = hand_over_ && x.blocked();
+  if (hand_over_) {
+    hand_over_->pending = handed_over_;
+    hand_over_->affine = {mean_.hi.data(), mean_.lo.data(), scale_.data(), shift_.data()};
+    hand_over_->gradient = {};
+  }
+  if (handed_over_) return x;  // the layer after this one normalises as it reads
   y_.resize(x.shape());
   y_.set_layout(x.layout());
   detail::BnBatch b{x.dim(0), channels_, x.dim(2) * x.dim(3), channel_block(x.layout())};
   b.relu = relu_after_;
-  kernels_->normalise(b, x.data(), mean_, scale, read(device_, bias_.value, channels_), y_.data());
+  kernels_->normalise(b, x.data(), mean_, scale_, shift_, y_.data());
   return y_;
 }
 
@@ -217,8 +232,18 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
                                                             << to_string(dy.layout()));
   detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
   if (relu_after_) b.relu_y = y_.data();  // dy is the absorbed ReLU's, masked by its output in the loops
+  // Handed to a pooling: dy is its placeholder, the gradient its pooled one and its winners.
+  const bool pooled_dy = handed_over_ && hand_over_->pooled_gradient;
+  const detail::PooledGradient pooled = pooled_dy ? hand_over_->gradient : detail::PooledGradient{};
+  MIRROR_CHECK(!pooled_dy || (pooled.dy != nullptr && pooled.winners != nullptr &&
+                                 pooled.out_h == dy.dim(2) / 2 && pooled.out_w == dy.dim(3) / 2 &&
+                                 pooled.in_w == dy.dim(3)),
+               kInternal, "batchnorm2d backward: the pooling after it handed back no gradient for this forward");
   std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
-  kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
+  if (pooled_dy)
+    kernels_->pooled_gradient_sums(b, pooled, x_->data(), mean_, inv_std_, sdy, sdyx);
+  else
+    kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
   const bool accumulate = mode == GradMode::kAccumulate;
   std::vector<float> dbeta = accumulate ? read(device_, bias_.grad, channels_) : std::vector<float>(channels_, 0.0f);
   std::vector<float> dgamma = accumulate ? read(device_, weight_.grad, channels_) : std::vector<float>(channels_, 0.0f);
@@ -252,7 +277,10 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
   for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
   dx_.resize(dy.shape());
   dx_.set_layout(dy.layout());
-  kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
+  if (pooled_dy)
+    kernels_->pooled_input_gradient(b, pooled, x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
+  else
+    kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   return &dx_;
 }
 

@@ -6,6 +6,9 @@
 // For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
 // than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
 // A ReLU fused after the layer (BnBatch::relu) is applied in normalise and masks dy in the backward loops.
+// A 2×2 max pooling after the layer may hand back its output gradient and winners instead of a full-size dy
+// (bn_hand_over.h): the blocked backward loops then take each value's gradient from its window (PooledRuns),
+// in the same order, so the sums are the same bits as over the dy that pooling would have written.
 // This file builds the baseline (x86-64: SSE2) loops; batch_norm2d_cpu_avx2.cc includes it again to build the
 // same loops for AVX2 (GCC's target pragma below, after the library headers, so that only this file's own
 // functions, all of internal linkage, get AVX2 code: no shared inline function may carry it into the baseline).
@@ -74,22 +77,42 @@ constexpr std::int64_t kPartialPixels = 16;
 // A second sum left out: channel_float_sums2 then sums f1 only (the branches for f2 compile away).
 struct NoSum {};
 
-// out1[c] = Σ f1(i, c) and out2[c] = Σ f2(i, c) · post2[c], f1 and f2 floats.
-template <std::int64_t B, typename F1, typename F2>
-void blocked_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
+// What the blocked loops know of a pixel besides its offset, from a cursor that each run (one block of one sample)
+// starts and each pixel advances: nothing for the plain loops; for a pooled gradient, where the gradient and the
+// winners of the pixel's window lie (PooledCursor below).
+struct NoPixel {};
+struct PlainRuns {
+  auto operator()(std::int64_t) const {
+    return [] { return NoPixel{}; };
+  }
+};
+// f(i, c) as the blocked loops call it, f(pixel, i, lane, c); NoSum stays NoSum.
+template <typename F>
+auto ignoring_pixel(F f) {
+  return [f](NoPixel, std::int64_t i, std::int64_t, std::int64_t c) { return f(i, c); };
+}
+inline NoSum ignoring_pixel(NoSum) { return {}; }
+
+// out1[c] = Σ f1(px, i, l, c) and out2[c] = Σ f2(px, i, l, c) · post2[c], f1 and f2 floats, px the cursor's
+// pixel, l the lane of element i.
+template <std::int64_t B, typename Runs, typename F1, typename F2>
+void blocked_float_sums2(const BnBatch& b, Runs runs, F1 f1, F2 f2, const float* post2, std::vector<double>& out1,
                          std::vector<double>& out2) {
   constexpr bool kTwo = !std::is_same_v<F2, NoSum>;
   for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
+    auto next_pixel = runs(off);
     std::array<double, B> a1{}, a2{};
     for (std::int64_t i0 = 0; i0 < b.area; i0 += kPartialPixels) {
       const std::int64_t i1 = std::min(b.area, i0 + kPartialPixels);
       std::array<float, B> p1{}, p2{};
-      for (std::int64_t i = i0; i < i1; ++i)
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const auto px = next_pixel();
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) {
-          p1[l] += f1(off + i * B + l, c0 + l);
-          if constexpr (kTwo) p2[l] += f2(off + i * B + l, c0 + l);
+          p1[l] += f1(px, off + i * B + l, l, c0 + l);
+          if constexpr (kTwo) p2[l] += f2(px, off + i * B + l, l, c0 + l);
         }
+      }
       for (std::int64_t l = 0; l < B; ++l) {
         a1[l] += p1[l];
         if constexpr (kTwo) a2[l] += p2[l];
@@ -113,8 +136,9 @@ void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std
   constexpr bool kTwo = !std::is_same_v<F2, NoSum>;
   out1.assign(b.channels, 0.0);
   if constexpr (kTwo) out2.assign(b.channels, 0.0);
-  if (b.block == 8) return blocked_float_sums2<8>(b, f1, f2, post2, out1, out2);
-  if (b.block == 16) return blocked_float_sums2<16>(b, f1, f2, post2, out1, out2);
+  if (b.block == 8) return blocked_float_sums2<8>(b, PlainRuns{}, ignoring_pixel(f1), ignoring_pixel(f2), post2, out1, out2);
+  if (b.block == 16)
+    return blocked_float_sums2<16>(b, PlainRuns{}, ignoring_pixel(f1), ignoring_pixel(f2), post2, out1, out2);
   constexpr std::int64_t kGroup = kPartialPixels * kPlaneChunks;
   for_each_run(b, [&](std::int64_t off, std::int64_t c) {
     double a1 = 0.0, a2 = 0.0;
@@ -146,25 +170,70 @@ void channel_float_sums2(const BnBatch& b, F1 f1, F2 f2, const float* post2, std
   });
 }
 
-// out = g(in..., c) element-wise, c the channel of each element.
-template <std::int64_t B, typename G>
-void blocked_map(const BnBatch& b, G g) {
+// out = g(px, i, l, c) element-wise, c the channel of each element, l its lane, px the cursor's pixel.
+template <std::int64_t B, typename Runs, typename G>
+void blocked_map(const BnBatch& b, Runs runs, G g) {
   for_each_run(b, [&](std::int64_t off, std::int64_t c0) {
-    for (std::int64_t i = 0; i < b.area; ++i)
+    auto next_pixel = runs(off);
+    for (std::int64_t i = 0; i < b.area; ++i) {
+      const auto px = next_pixel();
 #pragma omp simd
-      for (std::int64_t l = 0; l < B; ++l) g(off + i * B + l, c0 + l);
+      for (std::int64_t l = 0; l < B; ++l) g(px, off + i * B + l, l, c0 + l);
+    }
   });
 }
 
 template <typename G>
 void channel_map(const BnBatch& b, G g) {
-  if (b.block == 8) return blocked_map<8>(b, g);
-  if (b.block == 16) return blocked_map<16>(b, g);
+  if (b.block == 8) return blocked_map<8>(b, PlainRuns{}, ignoring_pixel(g));
+  if (b.block == 16) return blocked_map<16>(b, PlainRuns{}, ignoring_pixel(g));
   for_each_run(b, [&](std::int64_t off, std::int64_t c) {
 #pragma omp simd
     for (std::int64_t i = 0; i < b.area; ++i) g(off + i, c);
   });
 }
+
+// A pooled gradient's pixels (bn_hand_over.h), for the blocked loops: each pixel's window (its gradient and
+// winners, B lanes each) and its position in the window, row-major; a pixel in no window (the last row or column of
+// an odd size) points at lanes of +0 that no position wins.
+struct PooledPixel {
+  const float* dy;
+  const std::uint8_t* winners;
+  std::uint8_t position;
+};
+alignas(64) constexpr float kZeroLanes[kMaxBlock] = {};
+constexpr std::uint8_t kNoWinnerLanes[kMaxBlock] = {255, 255, 255, 255, 255, 255, 255, 255,
+                                                    255, 255, 255, 255, 255, 255, 255, 255};
+
+// The gradient the pooling's backward writes at lane l of the pixel: dy where the winner is this position, +0
+// elsewhere (as bits, the pooling's own select, which vectorises as CpuBatchNorm::ReluMasked does).
+inline float pooled_dz(const PooledPixel& p, std::int64_t l) {
+  const std::uint32_t keep = p.winners[l] == p.position ? ~std::uint32_t{0} : std::uint32_t{0};
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(p.dy[l]) & keep);
+}
+
+struct PooledRuns {
+  const PooledGradient& g;
+  std::int64_t area, width, block;
+  auto operator()(std::int64_t off) const {
+    const std::int64_t per_run = g.out_h * g.out_w * block, run = off / (area * block);
+    const float* dy = g.dy + run * per_run;
+    const std::uint8_t* winners = g.winners + run * per_run;
+    return [=, out_h = g.out_h, out_w = g.out_w, block = block, width = width, h = std::int64_t{0},
+            w = std::int64_t{0}]() mutable {
+      PooledPixel p{kZeroLanes, kNoWinnerLanes, 0};
+      if (h / 2 < out_h && w / 2 < out_w) {
+        const std::int64_t at = ((h / 2) * out_w + w / 2) * block;
+        p = {dy + at, winners + at, static_cast<std::uint8_t>((h % 2) * 2 + w % 2)};
+      }
+      if (++w == width) {
+        w = 0;
+        ++h;
+      }
+      return p;
+    };
+  }
+};
 
 class CpuBatchNorm final : public BatchNormKernels {
  public:
@@ -213,6 +282,39 @@ class CpuBatchNorm final : public BatchNormKernels {
                       const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) override {
     if (b.relu_y) return input_gradient_of(b, ReluMasked{dy, b.relu_y}, x, mean, inv_std, scale, mean_dy, mean_dyx, dx);
     input_gradient_of(b, Plain{dy}, x, mean, inv_std, scale, mean_dy, mean_dyx, dx);
+  }
+
+  void pooled_gradient_sums(const BnBatch& b, const PooledGradient& g, const float* x, const BnChannelMean& mean,
+                            const std::vector<float>& inv_std, std::vector<double>& sdy,
+                            std::vector<double>& sdyx) override {
+    const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data();
+    sdy.assign(b.channels, 0.0);
+    sdyx.assign(b.channels, 0.0);
+    const auto f1 = [](const PooledPixel& p, std::int64_t, std::int64_t l, std::int64_t) { return pooled_dz(p, l); };
+    const auto f2 = [in, hi, lo](const PooledPixel& p, std::int64_t i, std::int64_t l, std::int64_t c) {
+      return pooled_dz(p, l) * ((in[i] - hi[c]) - lo[c]);
+    };
+    const PooledRuns runs{g, b.area, g.in_w, b.block};
+    if (b.block == 8) return blocked_float_sums2<8>(b, runs, f1, f2, inv_std.data(), sdy, sdyx);
+    MIRROR_CHECK(b.block == 16, kInternal, "a pooled gradient needs a blocked layout, got block " << b.block);
+    blocked_float_sums2<16>(b, runs, f1, f2, inv_std.data(), sdy, sdyx);
+  }
+
+  void pooled_input_gradient(const BnBatch& b, const PooledGradient& g, const float* x, const BnChannelMean& mean,
+                             const std::vector<float>& inv_std, const std::vector<float>& scale,
+                             const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx,
+                             float* dx) override {
+    const float *__restrict in = x, *hi = mean.hi.data(), *lo = mean.lo.data(), *is = inv_std.data(),
+                *s = scale.data(), *md = mean_dy.data(), *mdx = mean_dyx.data();
+    float* __restrict out = dx;
+    const auto f = [=](const PooledPixel& p, std::int64_t i, std::int64_t l, std::int64_t c) {
+      const float xhat = ((in[i] - hi[c]) - lo[c]) * is[c];
+      out[i] = s[c] * (pooled_dz(p, l) - md[c] - xhat * mdx[c]);
+    };
+    const PooledRuns runs{g, b.area, g.in_w, b.block};
+    if (b.block == 8) return blocked_map<8>(b, runs, f);
+    MIRROR_CHECK(b.block == 16, kInternal, "a pooled gradient needs a blocked layout, got block " << b.block);
+    blocked_map<16>(b, runs, f);
   }
 
  private:

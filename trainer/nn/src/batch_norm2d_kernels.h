@@ -9,6 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "bn_hand_over.h"
+#include "mirror/error.h"
 #include "mirror/nn/batch_norm2d.h"
 
 namespace mirror::nn::detail {
@@ -52,6 +54,20 @@ class BatchNormKernels {
   virtual void input_gradient(const BnBatch& b, const float* dy, const float* x, const BnChannelMean& mean,
                               const std::vector<float>& inv_std, const std::vector<float>& scale,
                               const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) = 0;
+  // gradient_sums and input_gradient with dy the gradient that the 2×2 max pooling after the layer would have
+  // given back (bn_hand_over.h): g.dy at each window's winner, +0 at every other value. Blocked layouts only
+  // (b.block 8 or 16; b.relu_y unused: the pooling applied the ReLU); the CPU's loops only.
+  virtual void pooled_gradient_sums(const BnBatch& b, const PooledGradient& g, const float* x,
+                                    const BnChannelMean& mean, const std::vector<float>& inv_std,
+                                    std::vector<double>& sdy, std::vector<double>& sdyx) {
+    MIRROR_CHECK(false, kInternal, "these BatchNorm2d kernels take no pooled gradient");
+  }
+  virtual void pooled_input_gradient(const BnBatch& b, const PooledGradient& g, const float* x,
+                                     const BnChannelMean& mean, const std::vector<float>& inv_std,
+                                     const std::vector<float>& scale, const std::vector<float>& mean_dy,
+                                     const std::vector<float>& mean_dyx, float* dx) {
+    MIRROR_CHECK(false, kInternal, "these BatchNorm2d kernels take no pooled gradient");
+  }
 };
 
 // The CPU loops for this CPU (batch_norm2d_cpu_select.cc): the AVX2 build or the baseline one (cpu_loops_isa.h).

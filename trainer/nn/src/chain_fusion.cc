@@ -1,9 +1,19 @@
 // chain_fusion.cc — chain_fusion.h.
 #include "chain_fusion.h"
 
+#include <memory>
+
+#include "bn_hand_over.h"
 #include "mirror/nn/activation.h"
+#include "mirror/nn/batch_norm2d.h"
+#include "mirror/nn/pool2d.h"
 
 namespace mirror::nn::detail {
+
+void fuse_chain(const std::vector<Layer*>& chain) {
+  absorb_relus(chain);
+  hand_normalisations_to_pooling(chain);
+}
 
 void absorb_relus(const std::vector<Layer*>& chain) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
@@ -16,6 +26,23 @@ void absorb_relus(const std::vector<Layer*>& chain) {
     if (relu != nullptr && !relu->absorbed() && dynamic_cast<ReLU*>(chain[i - 1]) == nullptr &&
         chain[i - 1]->absorb_following_relu())
       relu->set_absorbed(true);
+  }
+}
+
+void hand_normalisations_to_pooling(const std::vector<Layer*>& chain) {
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+    auto* bn = dynamic_cast<BatchNorm2d*>(chain[i]);
+    if (bn == nullptr) continue;
+    std::size_t next = i + 1;
+    // A ReLU between them is the pooling's by now (absorbed before a max pooling); any other one stops the fusion.
+    if (auto* relu = dynamic_cast<ReLU*>(chain[next]); relu != nullptr && relu->absorbed()) ++next;
+    if (next >= chain.size()) continue;
+    auto* pool = dynamic_cast<Pool2d*>(chain[next]);
+    if (pool == nullptr) continue;
+    auto hand_over = std::make_shared<NormalisationHandOver>();
+    hand_over->pooled_gradient = true;
+    if (pool->take_normalisation(hand_over) && !bn->hand_normalisation_over(hand_over))
+      pool->take_normalisation(nullptr);
   }
 }
 

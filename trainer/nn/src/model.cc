@@ -86,7 +86,7 @@ void Model::lay_out() {
   first_param_.push_back(infos_.size());
   std::vector<Layer*> chain;
   for (auto& layer : layers_) chain.push_back(layer.get());
-  detail::absorb_relus(chain);
+  detail::fuse_chain(chain);
   for (std::size_t l = 0; l <= layers_.size(); ++l) bridges_.push_back(std::make_unique<detail::LayoutBridge>());
   for (std::size_t l = 0; l < layers_.size(); ++l)
     layers_[l]->set_blocked_output(l + 1 < layers_.size() && layers_[l + 1]->accepts_blocked());

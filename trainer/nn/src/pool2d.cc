@@ -4,12 +4,14 @@
 // ReLU and write y in the layout it leaves in themselves. Otherwise a blocked x (CPU) is pooled in its layout; when
 // y must leave NCHW, the pooled tensor is reordered (layout_bridge.h) and so is dy on its way back; and a ReLU
 // absorbed by max pooling runs on the pooled output (ops::relu_*, elementwise, so in whatever layout y has).
+// A BatchNorm2d's normalisation handed over (take_normalisation, bn_hand_over.h) goes to the fused kernels with x.
 #include "mirror/nn/pool2d.h"
 
 #include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/max_pool2d.h"
 
 #include "backend.h"
+#include "bn_hand_over.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
@@ -75,10 +77,16 @@ const Tensor& Pool2d::forward(const Tensor& x) {
   const Shape y_shape{x.dim(0), out[0], out[1], out[2]};
   detail::Pool2dKernels& k = kernels_for(x.shape(), y_shape, x.layout(), training());
   x_ = training() ? &x : nullptr;
+  normalised_ = hand_over_ && hand_over_->pending;
+  MIRROR_CHECK(!normalised_ || k.fused(), kInternal,
+               kind() << " was handed a normalisation for a " << to_string(x.layout()) << " input it cannot apply");
   if (k.fused()) {  // y = [relu] pool(x) in the layout it leaves in, in one pass
     y_.resize(y_shape);
     y_.set_layout(output_layout(x.layout(), blocked_output_));
-    k.forward(x.data(), y_.data());
+    if (normalised_)
+      k.forward_normalised(x.data(), hand_over_->affine, y_.data());
+    else
+      k.forward(x.data(), y_.data());
     return y_;
   }
   const bool to_nchw = x.blocked() && !blocked_output_;
@@ -97,6 +105,12 @@ const Tensor& Pool2d::forward(const Tensor& x) {
   return y_;
 }
 
+bool Pool2d::take_normalisation(std::shared_ptr<detail::NormalisationHandOver> from) {
+  if (mode_ != PoolMode::kMax || !detail::is_2x2_stride_2(window_) || !device_.is_cpu()) return false;
+  hand_over_ = std::move(from);
+  return true;
+}
+
 bool Pool2d::absorb_preceding_relu() {
   relu_after_ = mode_ == PoolMode::kMax;
   return relu_after_;
@@ -111,6 +125,15 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   if (!need_dx) return nullptr;
   dx_.resize(x_->shape());
   dx_.set_layout(x_->layout());
+  if (normalised_) {  // the BatchNorm before reads dy (in x's blocked layout) and the winners; dx_ stays unwritten
+    const Tensor* g = &dy;
+    if (dy.layout() != x_->layout()) {
+      dy_to_x_layout_->run(dy, x_->layout(), dy_x_layout_);
+      g = &dy_x_layout_;
+    }
+    hand_over_->gradient = {g->data(), kernels_->winners(), y_.dim(2), y_.dim(3), x_->dim(3)};
+    return &dx_;
+  }
   if (kernels_->fused()) {
     kernels_->backward(x_->data(), y_.data(), dy.data(), dx_.data());
     return &dx_;

@@ -81,7 +81,8 @@ template <std::int64_t B>
 class BlockedMax2x2 final : public Pool2dKernels {
  public:
   explicit BlockedMax2x2(const Pool2dProblem& p)
-      : blocks_(p.x_shape[0] * p.x_shape[1] / B), in_h_(p.x_shape[2]), in_w_(p.x_shape[3]), out_h_(p.y_shape[2]),
+      : blocks_(p.x_shape[0] * p.x_shape[1] / B), blocks_per_sample_(p.x_shape[1] / B), in_h_(p.x_shape[2]),
+        in_w_(p.x_shape[3]), out_h_(p.y_shape[2]),
         out_w_(p.y_shape[3]), relu_(p.relu), y_nchw_(p.y_layout == Layout::kNchw) {
     if (p.training) winner_.resize(static_cast<std::size_t>(blocks_ * out_size()));
     if (y_nchw_) tile_.resize(static_cast<std::size_t>(out_size()));
@@ -89,17 +90,11 @@ class BlockedMax2x2 final : public Pool2dKernels {
 
   bool fused() const override { return true; }
 
-  void forward(const float* x, float* y) override {
-    for (std::int64_t k = 0; k < blocks_; ++k) {
-      float* out = y_nchw_ ? tile_.data() : y + k * out_size();
-      std::uint8_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
-      if (relu_)
-        pool_block<true>(x + k * in_size(), out, win);
-      else
-        pool_block<false>(x + k * in_size(), out, win);
-      if (y_nchw_) tile_to_planes(y + k * out_size());
-    }
+  void forward(const float* x, float* y) override { run_forward(x, nullptr, y); }
+  void forward_normalised(const float* x, const ChannelAffine& affine, float* y) override {
+    run_forward(x, &affine, y);
   }
+  const std::uint8_t* winners() const override { return winner_.data(); }
 
   void backward(const float*, const float*, const float* dy, float* dx) override {
     for (std::int64_t k = 0; k < blocks_; ++k) {
@@ -117,9 +112,41 @@ class BlockedMax2x2 final : public Pool2dKernels {
   std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // of y (and of dy, and the winners): one block,
                                                                  // or in NCHW the B planes of its channels
 
-  // One block: y (blocked) = [relu] max of each window, and its winner where win is given (training).
-  template <bool kRelu>
-  void pool_block(const float* x, float* y, std::uint8_t* win) const {
+  void run_forward(const float* x, const ChannelAffine* affine, float* y) {
+    for (std::int64_t k = 0; k < blocks_; ++k) {
+      float* out = y_nchw_ ? tile_.data() : y + k * out_size();
+      std::uint8_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
+      const float* in = x + k * in_size();
+      if (affine != nullptr) {
+        const std::int64_t c0 = k % blocks_per_sample_ * B;
+        const BlockAffine a{affine->hi + c0, affine->lo + c0, affine->scale + c0, affine->shift + c0};
+        if (relu_)
+          pool_block<true, true>(in, out, win, a);
+        else
+          pool_block<false, true>(in, out, win, a);
+      } else if (relu_) {
+        pool_block<true, false>(in, out, win, {});
+      } else {
+        pool_block<false, false>(in, out, win, {});
+      }
+      if (y_nchw_) tile_to_planes(y + k * out_size());
+    }
+  }
+
+  // The affine map of one block's B channels (ChannelAffine from the block's first channel on).
+  struct BlockAffine {
+    const float *hi, *lo, *scale, *shift;
+  };
+
+  // One block: y (blocked) = [relu] max of each window of x, or with kAffine of affine(x) (BatchNorm2d's
+  // normalise, the same expression), and its winner where win is given (training).
+  template <bool kRelu, bool kAffine>
+  void pool_block(const float* x, float* y, std::uint8_t* win, const BlockAffine& m) const {
+    const float *__restrict hi = m.hi, *__restrict lo = m.lo, *__restrict s = m.scale, *__restrict t = m.shift;
+    const auto value = [=](const float* __restrict p, std::int64_t l) {
+      if constexpr (kAffine) return ((p[l] - hi[l]) - lo[l]) * s[l] + t[l];
+      return p[l];
+    };
     for (std::int64_t oh = 0; oh < out_h_; ++oh) {
       const float* r0 = x + 2 * oh * in_w_ * B;
       const float* r1 = r0 + in_w_ * B;
@@ -130,8 +157,9 @@ class BlockedMax2x2 final : public Pool2dKernels {
         if (win == nullptr) {
 #pragma omp simd
           for (std::int64_t l = 0; l < B; ++l) {
-            const float m = std::max(std::max(a[l], a[B + l]), std::max(c[l], c[B + l]));
-            yo[l] = kRelu ? (m > 0.0f ? m : 0.0f) : m;
+            const float v =
+                std::max(std::max(value(a, l), value(a + B, l)), std::max(value(c, l), value(c + B, l)));
+            yo[l] = kRelu ? (v > 0.0f ? v : 0.0f) : v;
           }
           continue;
         }
@@ -140,13 +168,14 @@ class BlockedMax2x2 final : public Pool2dKernels {
         float code[B];
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) {
-          float best = a[l], at = 0.0f;
-          at = a[B + l] > best ? 1.0f : at;
-          best = a[B + l] > best ? a[B + l] : best;
-          at = c[l] > best ? 2.0f : at;
-          best = c[l] > best ? c[l] : best;
-          at = c[B + l] > best ? 3.0f : at;
-          best = c[B + l] > best ? c[B + l] : best;
+          const float v1 = value(a + B, l), v2 = value(c, l), v3 = value(c + B, l);
+          float best = value(a, l), at = 0.0f;
+          at = v1 > best ? 1.0f : at;
+          best = v1 > best ? v1 : best;
+          at = v2 > best ? 2.0f : at;
+          best = v2 > best ? v2 : best;
+          at = v3 > best ? 3.0f : at;
+          best = v3 > best ? v3 : best;
           if (kRelu) {
             at = best > 0.0f ? at : kReluZeroed;
             best = best > 0.0f ? best : 0.0f;
@@ -214,7 +243,7 @@ class BlockedMax2x2 final : public Pool2dKernels {
       for (std::int64_t l = 0; l < B; ++l) tile_[static_cast<std::size_t>(p * B + l)] = planes[l * n + p];
   }
 
-  std::int64_t blocks_, in_h_, in_w_, out_h_, out_w_;
+  std::int64_t blocks_, blocks_per_sample_, in_h_, in_w_, out_h_, out_w_;
   bool relu_, y_nchw_;
   std::vector<std::uint8_t> winner_;  // training: per output lane, its window's winner code
   std::vector<float> tile_;           // y_nchw_: one block of y or dy in the blocked layout

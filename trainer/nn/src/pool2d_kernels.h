@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "bn_hand_over.h"
+#include "mirror/error.h"
 #include "mirror/nn/pool2d.h"
 
 namespace mirror::nn::detail {
@@ -41,6 +43,14 @@ class Pool2dKernels {
   // y_layout and backward takes that dy (and ignores x and y). Otherwise y and dy are pool(x) in x's layout and
   // the layer applies the ReLU and reorders (pool2d.cc).
   virtual bool fused() const { return false; }
+  // forward of the values affine(x) (the normalisation a BatchNorm2d before the layer handed over,
+  // bn_hand_over.h), each computed as that layer computes it, as they are read. Only fused() 2×2 max pooling.
+  virtual void forward_normalised(const float* x, const ChannelAffine& affine, float* y) {
+    MIRROR_CHECK(false, kInternal, "these pooling kernels take no normalisation");
+  }
+  // After a training forward of fused() 2×2 max pooling: per output lane of the blocked layout of x, its window's
+  // winner (bn_hand_over.h's PooledGradient::winners); null for other kernels.
+  virtual const std::uint8_t* winners() const { return nullptr; }
 };
 
 struct Pool2dProblem {

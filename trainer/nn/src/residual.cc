@@ -1,11 +1,14 @@
 // residual.cc — mirror/nn/residual.h: two chains over one input, their outputs added (one pass on the CPU,
 // copy + axpy on CUDA), their parameters and buffers concatenated body first. Blocked layouts pass through each
-// chain as through a model (layout_bridge.h). A ReLU after the block may run in the add's pass (CPU).
+// chain as through a model (layout_bridge.h). A ReLU after the block may run in the add's pass (CPU), and so may the
+// normalisation of a BatchNorm2d that ends the body (bn_hand_over.h: its output is then never written).
 #include "mirror/nn/residual.h"
 
+#include "bn_hand_over.h"
 #include "chain_fusion.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
+#include "mirror/nn/batch_norm2d.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
 
@@ -36,6 +39,34 @@ void add_relu_cpu(const float* __restrict a, const float* __restrict b, float* _
     const float v = a[i] + b[i];
     out[i] = v > 0.0f ? v : 0.0f;
   }
+}
+
+// out = [relu](affine(x) + s) over a blocked batch of `runs` blocks of B channels, `area` pixels each:
+// BatchNorm2d's normalise (bn_hand_over.h's map, its expression) and then add_cpu's sum (add_relu_cpu's ReLU).
+template <std::int64_t B, bool kRelu>
+void normalise_add(const float* __restrict x, const detail::ChannelAffine& a, const float* __restrict s,
+                   float* __restrict out, std::int64_t runs, std::int64_t blocks_per_sample, std::int64_t area) {
+  for (std::int64_t k = 0; k < runs; ++k) {
+    const std::int64_t c0 = k % blocks_per_sample * B, base = k * area * B;
+    const float *__restrict hi = a.hi + c0, *__restrict lo = a.lo + c0, *__restrict sc = a.scale + c0,
+                *__restrict t = a.shift + c0;
+    for (std::int64_t p = 0; p < area; ++p)
+#pragma omp simd
+      for (std::int64_t l = 0; l < B; ++l) {
+        const std::int64_t i = base + p * B + l;
+        const float normalised = ((x[i] - hi[l]) - lo[l]) * sc[l] + t[l];
+        const float v = normalised + s[i];
+        out[i] = kRelu ? (v > 0.0f ? v : 0.0f) : v;
+      }
+  }
+}
+
+void normalise_add_cpu(const Tensor& x, const detail::ChannelAffine& a, const float* s, bool relu, float* out) {
+  const std::int64_t b = channel_block(x.layout()), runs = x.dim(0) * x.dim(1) / b, area = x.dim(2) * x.dim(3);
+  const std::int64_t per_sample = x.dim(1) / b;
+  if (b == 8) return (relu ? normalise_add<8, true> : normalise_add<8, false>)(x.data(), a, s, out, runs, per_sample, area);
+  MIRROR_CHECK(b == 16, kInternal, "a residual add normalises blocked tensors only, got " << to_string(x.layout()));
+  (relu ? normalise_add<16, true> : normalise_add<16, false>)(x.data(), a, s, out, runs, per_sample, area);
 }
 
 }  // namespace
@@ -75,7 +106,12 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
   for (std::vector<Child>* chain : {&body_, &shortcut_}) {
     std::vector<Layer*> layers;
     for (Child& c : *chain) layers.push_back(c.layer.get());
-    detail::absorb_relus(layers);
+    detail::fuse_chain(layers);
+  }
+  // A body ending in a BatchNorm2d leaves its normalisation to the add (CPU, blocked tensors).
+  if (auto* bn = dynamic_cast<BatchNorm2d*>(body_.back().layer.get()); bn != nullptr && device_.is_cpu()) {
+    auto hand_over = std::make_shared<detail::NormalisationHandOver>();
+    if (bn->hand_normalisation_over(hand_over)) body_hand_over_ = std::move(hand_over);
   }
   set_blocked_output(false);
   std::size_t p = 0, b = 0;
@@ -198,7 +234,11 @@ const Tensor& Residual::forward(const Tensor& x) {
     shortcut = &shortcut_y_;
   }
   y_.resize(body.shape());
-  if (device_.is_cpu()) {
+  normalised_body_ = body_hand_over_ && body_hand_over_->pending;  // body is the BatchNorm's input
+  if (normalised_body_) {
+    normalise_add_cpu(body, body_hand_over_->affine, shortcut->data(), relu_after_, y_.data());
+    y_.set_layout(body.layout());
+  } else if (device_.is_cpu()) {
     (relu_after_ ? add_relu_cpu : add_cpu)(body.data(), shortcut->data(), y_.data(), y_.numel());
     y_.set_layout(body.layout());
   } else {

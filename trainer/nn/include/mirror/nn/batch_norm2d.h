@@ -20,6 +20,7 @@ struct LayerArgs;  // mirror/nn/layer_registry.h
 
 namespace detail {
 class BatchNormKernels;  // the device's bulk loops (src/batch_norm2d_kernels.h)
+struct NormalisationHandOver;  // src/bn_hand_over.h
 struct BnChannelMean {
   std::vector<float> hi, lo;  // mean = hi + lo per channel
 };
@@ -52,6 +53,12 @@ class BatchNorm2d final : public Layer {
   bool accepts_blocked() const override { return device_.is_cpu(); }
   // On the CPU: a ReLU after this layer runs inside its loops (y = relu(normalised), dy · [y > 0] in backward).
   bool absorb_following_relu() override;
+  // The layer that consumes this one's output takes over its normalisation (src/bn_hand_over.h: a 2×2 max pooling
+  // right after it, chain_fusion.h; the add of the residual block whose body it ends): from then on a blocked
+  // forward computes the statistics only and returns x itself, the consumer normalising as it reads, and after a
+  // pooling backward reads its gradient and winners instead of dy. False (nothing changes) on CUDA or when this
+  // layer applies a ReLU itself. Called once, before the first forward.
+  bool hand_normalisation_over(std::shared_ptr<detail::NormalisationHandOver> to);
   const Tensor& forward(const Tensor& x) override;
   // Reports β (index 1) and γ (index 0), then computes dx when need_dx (synchronised: one reducer->sum of 2·C
   // values, after the two reports). Forward, synchronised: one reducer->gather of 3·C + 2 values.
@@ -80,9 +87,12 @@ class BatchNorm2d final : public Layer {
   const Tensor* x_ = nullptr;  // input of the last forward
   bool batch_stats_ = false;   // the last forward normalised with batch statistics
   bool relu_after_ = false;    // absorb_following_relu: y_ = relu(normalised x)
+  std::shared_ptr<detail::NormalisationHandOver> hand_over_;  // hand_normalisation_over
+  bool handed_over_ = false;  // the last forward left its normalisation to the consumer (y_ unwritten)
   double count_ = 0;           // values per channel behind the statistics (global when synchronised)
   detail::BnChannelMean mean_;  // of the last forward, as hi + lo floats
   std::vector<float> inv_std_, gamma_;
+  std::vector<float> scale_, shift_;  // of the last forward: y = ((x − hi) − lo) · scale + shift
   Tensor y_, dx_, sums_, gathered_;  // sums_: what goes to the reducer, gathered_: what the gather returns
 };
 

@@ -14,6 +14,7 @@ namespace mirror::nn {
 namespace detail {
 class Pool2dKernels;    // the device's arithmetic (src/pool2d_kernels.h)
 class LayoutConverter;  // src/layout_bridge.h
+struct NormalisationHandOver;  // src/bn_hand_over.h
 }  // namespace detail
 
 struct Pool2dWindow {
@@ -42,6 +43,13 @@ class Pool2d : public Layer {
   // Max pooling takes over a ReLU before it: y = relu(max(x)), the same values and gradients as max(relu(x))
   // (the winner of a window with a positive maximum is the same; any other window passes no gradient either way).
   bool absorb_preceding_relu() override;
+  // A BatchNorm2d right before this layer (an absorbed ReLU between them) hands its normalisation over
+  // (chain_fusion.h, src/bn_hand_over.h): true when this layer takes it (max pooling 2×2 stride 2 on the CPU),
+  // from then on applying the map to blocked inputs as it reads them and handing its output gradient and winners
+  // back instead of dx. Called once, before the first forward.
+  bool take_normalisation(std::shared_ptr<detail::NormalisationHandOver> from);
+  // Whether the last forward applied a handed-over normalisation (tests).
+  bool normalised_input() const { return normalised_; }
 
   const Pool2dWindow& window() const { return window_; }
   PoolMode mode() const { return mode_; }
@@ -58,6 +66,8 @@ class Pool2d : public Layer {
   Device device_;
   const Tensor* x_ = nullptr;  // input of the last forward when it was a training forward, else null
   bool relu_after_ = false;    // absorb_preceding_relu: y_ = relu(pooled_)
+  std::shared_ptr<detail::NormalisationHandOver> hand_over_;  // take_normalisation
+  bool normalised_ = false;                                  // the last forward took the hand-over's map
   Tensor y_, dx_, pooled_, dy_pooled_;
   // A blocked x whose y goes out NCHW: y in x's layout (y_x_layout_), reordered to y_; dy reordered back to x's
   // layout (dy_x_layout_).

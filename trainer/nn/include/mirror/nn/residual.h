@@ -19,6 +19,7 @@ struct LayerArgs;
 namespace detail {
 class LayoutBridge;     // src/layout_bridge.h
 class LayoutConverter;
+struct NormalisationHandOver;  // src/bn_hand_over.h
 }  // namespace detail
 
 class Residual final : public Layer {
@@ -47,6 +48,9 @@ class Residual final : public Layer {
   // On the CPU: a ReLU after the block is applied in the add's pass (y = relu(body + shortcut)), and dy is
   // masked by y > 0 once before both branches.
   bool absorb_following_relu() override;
+  // Whether the last forward's add normalised the body's output itself: a body ending in a BatchNorm2d hands its
+  // normalisation to the add on blocked tensors (CPU; src/bn_hand_over.h). For tests.
+  bool normalised_body() const { return normalised_body_; }
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
@@ -74,6 +78,8 @@ class Residual final : public Layer {
   Device device_;
   Tensor y_, dx_;
   bool relu_after_ = false;  // absorb_following_relu: y_ = relu(body + shortcut); dy_masked_ = dy · [y_ > 0]
+  std::shared_ptr<detail::NormalisationHandOver> body_hand_over_;  // from the body's last BatchNorm2d
+  bool normalised_body_ = false;
   Tensor dy_masked_;
   // When the shortcut's output layout is not the body's: the shortcut in the body's layout, dy in the shortcut's.
   Layout x_layout_ = Layout::kNchw, shortcut_layout_ = Layout::kNchw;
