@@ -8,7 +8,9 @@
 // without the ReLU after the block, with an identity and a BatchNorm shortcut. apart: the BatchNorm wrapped in a
 // layer nothing recognises, so nothing is handed over and the layers run as test_nn_batch_norm,
 // test_nn_pool_layers and test_nn_layers check them against plain loops. The fused runs must really have fused
-// (Pool2d::normalised_input, Residual::normalised_body), the apart ones not.
+// (Pool2d::normalised_input, Residual::normalised_body), the apart ones not. Also a ReLU absorbed by the BatchNorm
+// before it (its backward mask recomputed from x) against the ReLU apart, on NCHW and both blocked layouts.
+// Parameters are random, so γ and β are not 1 and 0.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -128,12 +130,17 @@ std::unique_ptr<Model> chain(const Case& c, bool apart, MaxPool2d*& pool) {
   return m;
 }
 
-// Three training steps (the third accumulating gradients) and an evaluation forward of both models on the same
+// With the same random parameters: three training steps (the third accumulating gradients) and an evaluation
+// forward of both models on the same
 // batches of shape `batch` (values with a per-channel offset, so the statistics are not those of centred data),
 // compared bit for bit; after every forward `handed_over` says whether the fused model's consumer took the map.
 void expect_same_bits(Model& fused, Model& apart, const Shape& batch, unsigned seed,
                       const std::function<bool()>& fused_handed_over, const std::function<bool()>& apart_handed_over) {
   const std::int64_t area = batch[2] * batch[3], numel = shape_numel(batch);
+  // Random parameters (γ and β away from 1 and 0, so every term of the map counts), the same in both.
+  const std::vector<float> params = random_vector(static_cast<std::size_t>(fused.num_parameters()), seed + 30);
+  fused.params_from_host(params);
+  apart.params_from_host(params);
   auto input = [&](unsigned s) {
     std::vector<float> v = random_vector(static_cast<std::size_t>(numel), s);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] += 0.25f * static_cast<float>(i / area % batch[1]);
@@ -256,6 +263,41 @@ INSTANTIATE_TEST_SUITE_P(Layouts, BnResidualHandOver,
                                            BlockCase{Layout::kNChw8c, true, true},
                                            BlockCase{Layout::kNChw8c, false, false}),
                          test_name<BlockCase>);
+
+// A ReLU after a BatchNorm2d that no pooling takes is the BatchNorm's (chain_fusion.h), which masks dy in its
+// backward loops where its forward's normalised value was positive, recomputed from x: ToBlocked (or NCHW),
+// BatchNorm2d, ReLU (or the same ReLU hidden from the chain), Flatten, Linear.
+std::unique_ptr<Model> bn_relu_chain(Layout layout, bool apart, const ReLU*& relu) {
+  const Device cpu{};
+  const Shape sample{kChannels, 5, 6};
+  std::vector<NamedLayer> layers;
+  if (layout != Layout::kNchw) layers.push_back({"blocks", std::make_unique<ToBlocked>(layout)});
+  layers.push_back({"bn", std::make_unique<BatchNorm2d>(kChannels, cpu)});
+  auto r = std::make_unique<ReLU>(cpu);
+  relu = r.get();
+  if (apart)
+    layers.push_back({"relu", std::make_unique<testing::ForwardingLayer>(std::move(r))});
+  else
+    layers.push_back({"relu", std::move(r)});
+  layers.push_back({"flatten", std::make_unique<Flatten>()});
+  layers.push_back({"fc", std::make_unique<Linear>(kChannels * 5 * 6, kClasses, cpu)});
+  auto m = std::make_unique<Model>(std::move(layers), sample, kClasses, cpu, "bn relu");
+  m->init_parameters(23);
+  return m;
+}
+
+class BnReluAbsorbed : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(BnReluAbsorbed, MasksWhatTheReluMasksBitForBit) {
+  const ReLU *fused_relu = nullptr, *apart_relu = nullptr;
+  auto fused = bn_relu_chain(GetParam(), false, fused_relu), apart = bn_relu_chain(GetParam(), true, apart_relu);
+  expect_same_bits(*fused, *apart, {kBatch, kChannels, 5, 6}, 110, [&] { return fused_relu->absorbed(); },
+                   [&] { return apart_relu->absorbed(); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, BnReluAbsorbed,
+                         ::testing::Values(Layout::kNchw, Layout::kNChw8c, Layout::kNChw16c),
+                         [](const ::testing::TestParamInfo<Layout>& info) { return std::string(to_string(info.param)); });
 
 }  // namespace
 }  // namespace mirror::nn

@@ -231,7 +231,10 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
                "batchnorm2d backward expects dy in layout " << to_string(x_->layout()) << ", got "
                                                             << to_string(dy.layout()));
   detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
-  if (relu_after_) b.relu_y = y_.data();  // dy is the absorbed ReLU's, masked by its output in the loops
+  if (relu_after_) {  // dy is the absorbed ReLU's, masked in the loops where the forward's normalised x was > 0
+    b.relu_scale = scale_.data();
+    b.relu_shift = shift_.data();
+  }
   // Handed to a pooling: dy is its placeholder, the gradient its pooled one and its winners.
   const bool pooled_dy = handed_over_ && hand_over_->pooled_gradient;
   const detail::PooledGradient pooled = pooled_dy ? hand_over_->gradient : detail::PooledGradient{};

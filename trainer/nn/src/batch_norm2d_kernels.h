@@ -19,10 +19,12 @@ struct BnBatch {
   std::int64_t n = 0, channels = 0, area = 0;  // area = H·W
   std::int64_t block = 1;  // channel block of the layout (tensor.h): 1 for NCHW, 8 or 16 (CPU only)
   // A ReLU fused after the normalisation (CPU only: BatchNorm2d::absorb_following_relu): normalise writes
-  // relu(y) (y > 0 ? y : 0), and gradient_sums / input_gradient take dy · [relu_y > 0] wherever they read dy,
-  // relu_y the forward's output: exactly the ReLU layer's values, without its passes.
+  // relu(y) (y > 0 ? y : 0), and gradient_sums / input_gradient take dy · [y > 0] wherever they read dy: exactly
+  // the ReLU layer's values, without its passes. Backward passes the forward's map (relu_scale, relu_shift: its
+  // scale and shift, with the mean the loops are given), from which the loops recompute y's sign from x.
   bool relu = false;
-  const float* relu_y = nullptr;
+  const float* relu_scale = nullptr;
+  const float* relu_shift = nullptr;
 };
 
 // BnChannelMean (mirror/nn/batch_norm2d.h): mean = hi + lo per channel, two floats, so that x − hi is
@@ -56,7 +58,7 @@ class BatchNormKernels {
                               const std::vector<float>& mean_dy, const std::vector<float>& mean_dyx, float* dx) = 0;
   // gradient_sums and input_gradient with dy the gradient that the 2×2 max pooling after the layer would have
   // given back (bn_hand_over.h): g.dy at each window's winner, +0 at every other value. Blocked layouts only
-  // (b.block 8 or 16; b.relu_y unused: the pooling applied the ReLU); the CPU's loops only.
+  // (b.block 8 or 16; no relu_scale: the pooling applied the ReLU); the CPU's loops only.
   virtual void pooled_gradient_sums(const BnBatch& b, const PooledGradient& g, const float* x,
                                     const BnChannelMean& mean, const std::vector<float>& inv_std,
                                     std::vector<double>& sdy, std::vector<double>& sdyx) {
