@@ -7,12 +7,14 @@
 #include "mirror/nn/activation.h"
 #include "mirror/nn/batch_norm2d.h"
 #include "mirror/nn/pool2d.h"
+#include "mirror/nn/residual.h"
 
 namespace mirror::nn::detail {
 
 void fuse_chain(const std::vector<Layer*>& chain) {
   absorb_relus(chain);
   hand_normalisations_to_pooling(chain);
+  mask_between_residual_blocks(chain);
 }
 
 void absorb_relus(const std::vector<Layer*>& chain) {
@@ -43,6 +45,20 @@ void hand_normalisations_to_pooling(const std::vector<Layer*>& chain) {
     hand_over->pooled_gradient = true;
     if (pool->take_normalisation(hand_over) && !bn->hand_normalisation_over(hand_over))
       pool->take_normalisation(nullptr);
+  }
+}
+
+void mask_between_residual_blocks(const std::vector<Layer*>& chain) {
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+    auto* first = dynamic_cast<Residual*>(chain[i]);
+    if (first == nullptr || !first->applies_relu()) continue;
+    std::size_t next = i + 1;
+    if (auto* relu = dynamic_cast<ReLU*>(chain[next]); relu != nullptr && relu->absorbed()) ++next;  // first's
+    if (next >= chain.size()) continue;
+    auto* second = dynamic_cast<Residual*>(chain[next]);
+    if (second == nullptr) continue;
+    second->mask_input_gradient();
+    first->gradient_arrives_masked();
   }
 }
 
