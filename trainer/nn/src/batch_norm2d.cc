@@ -222,31 +222,26 @@ const Tensor& BatchNorm2d::forward(const Tensor& x) {
   return y_;
 }
 
-const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
-  MIRROR_CHECK(x_ != nullptr, kInternal, "batchnorm2d backward called before forward");
-  MIRROR_CHECK(dy.shape() == x_->shape(), kInvalidArgument,
-               "batchnorm2d backward expects dy of shape " << to_string(x_->shape()) << ", got "
-                                                           << to_string(dy.shape()));
-  MIRROR_CHECK(dy.layout() == x_->layout(), kInternal,
-               "batchnorm2d backward expects dy in layout " << to_string(x_->layout()) << ", got "
-                                                            << to_string(dy.layout()));
+detail::BnBatch BatchNorm2d::backward_batch(const Tensor& dy) const {
   detail::BnBatch b{dy.dim(0), channels_, dy.dim(2) * dy.dim(3), channel_block(dy.layout())};
   if (relu_after_) {  // dy is the absorbed ReLU's, masked in the loops where the forward's normalised x was > 0
     b.relu_scale = scale_.data();
     b.relu_shift = shift_.data();
   }
-  // Handed to a pooling: dy is its placeholder, the gradient its pooled one and its winners.
-  const bool pooled_dy = handed_over_ && hand_over_->pooled_gradient;
-  const detail::PooledGradient pooled = pooled_dy ? hand_over_->gradient : detail::PooledGradient{};
-  MIRROR_CHECK(!pooled_dy || (pooled.dy != nullptr && pooled.winners != nullptr &&
-                                 pooled.out_h == dy.dim(2) / 2 && pooled.out_w == dy.dim(3) / 2 &&
-                                 pooled.in_w == dy.dim(3)),
+  return b;
+}
+
+const detail::PooledGradient* BatchNorm2d::pooled_gradient(const Tensor& dy) const {
+  if (!handed_over_ || !hand_over_->pooled_gradient) return nullptr;
+  const detail::PooledGradient& g = hand_over_->gradient;
+  MIRROR_CHECK(g.dy != nullptr && g.winners != nullptr && g.out_h == dy.dim(2) / 2 && g.out_w == dy.dim(3) / 2 &&
+                   g.in_w == dy.dim(3),
                kInternal, "batchnorm2d backward: the pooling after it handed back no gradient for this forward");
-  std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
-  if (pooled_dy)
-    kernels_->pooled_gradient_sums(b, pooled, x_->data(), mean_, inv_std_, sdy, sdyx);
-  else
-    kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
+  return &g;
+}
+
+void BatchNorm2d::write_parameter_gradients(const std::vector<double>& sdy, const std::vector<double>& sdyx,
+                                            GradMode mode, const LayerGradReady& grad_ready) {
   const bool accumulate = mode == GradMode::kAccumulate;
   std::vector<float> dbeta = accumulate ? read(device_, bias_.grad, channels_) : std::vector<float>(channels_, 0.0f);
   std::vector<float> dgamma = accumulate ? read(device_, weight_.grad, channels_) : std::vector<float>(channels_, 0.0f);
@@ -260,28 +255,53 @@ const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_d
     grad_ready(1);
     grad_ready(0);
   }
-  if (!need_dx) return nullptr;
+}
+
+void BatchNorm2d::mean_terms(std::vector<double>& sdy, std::vector<double>& sdyx, std::vector<float>& mean_dy,
+                             std::vector<float>& mean_dyx) {
   // Evaluation statistics are constants (dx = dy γ / σ); batch statistics bring the two mean terms, summed
   // over all replicas when synchronised.
-  std::vector<float> mean_dy(channels_, 0.0f), mean_dyx(channels_, 0.0f), scale(channels_);
-  if (batch_stats_) {
-    if (reducer()) {
-      std::vector<double> both(sdy);
-      both.insert(both.end(), sdyx.begin(), sdyx.end());
-      reduce(both);
-      std::copy(both.begin(), both.begin() + channels_, sdy.begin());
-      std::copy(both.begin() + channels_, both.end(), sdyx.begin());
-    }
-    for (std::int64_t c = 0; c < channels_; ++c) {
-      mean_dy[c] = static_cast<float>(sdy[c] / count_);
-      mean_dyx[c] = static_cast<float>(sdyx[c] / count_);
-    }
+  mean_dy.assign(channels_, 0.0f);
+  mean_dyx.assign(channels_, 0.0f);
+  if (!batch_stats_) return;
+  if (reducer()) {
+    std::vector<double> both(sdy);
+    both.insert(both.end(), sdyx.begin(), sdyx.end());
+    reduce(both);
+    std::copy(both.begin(), both.begin() + channels_, sdy.begin());
+    std::copy(both.begin() + channels_, both.end(), sdyx.begin());
   }
+  for (std::int64_t c = 0; c < channels_; ++c) {
+    mean_dy[c] = static_cast<float>(sdy[c] / count_);
+    mean_dyx[c] = static_cast<float>(sdyx[c] / count_);
+  }
+}
+
+const Tensor* BatchNorm2d::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(x_ != nullptr, kInternal, "batchnorm2d backward called before forward");
+  MIRROR_CHECK(dy.shape() == x_->shape(), kInvalidArgument,
+               "batchnorm2d backward expects dy of shape " << to_string(x_->shape()) << ", got "
+                                                           << to_string(dy.shape()));
+  MIRROR_CHECK(dy.layout() == x_->layout(), kInternal,
+               "batchnorm2d backward expects dy in layout " << to_string(x_->layout()) << ", got "
+                                                            << to_string(dy.layout()));
+  const detail::BnBatch b = backward_batch(dy);
+  // Handed to a pooling: dy is its placeholder, the gradient its pooled one and its winners.
+  const detail::PooledGradient* pooled = pooled_gradient(dy);
+  std::vector<double> sdy, sdyx;  // Σdy, Σdy·x̂
+  if (pooled)
+    kernels_->pooled_gradient_sums(b, *pooled, x_->data(), mean_, inv_std_, sdy, sdyx);
+  else
+    kernels_->gradient_sums(b, dy.data(), x_->data(), mean_, inv_std_, sdy, sdyx);
+  write_parameter_gradients(sdy, sdyx, mode, grad_ready);
+  if (!need_dx) return nullptr;
+  std::vector<float> mean_dy, mean_dyx, scale(channels_);
+  mean_terms(sdy, sdyx, mean_dy, mean_dyx);
   for (std::int64_t c = 0; c < channels_; ++c) scale[c] = gamma_[c] * inv_std_[c];
   dx_.resize(dy.shape());
   dx_.set_layout(dy.layout());
-  if (pooled_dy)
-    kernels_->pooled_input_gradient(b, pooled, x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
+  if (pooled)
+    kernels_->pooled_input_gradient(b, *pooled, x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   else
     kernels_->input_gradient(b, dy.data(), x_->data(), mean_, inv_std_, scale, mean_dy, mean_dyx, dx_.data());
   return &dx_;

@@ -21,6 +21,8 @@ struct LayerArgs;  // mirror/nn/layer_registry.h
 namespace detail {
 class BatchNormKernels;  // the device's bulk loops (src/batch_norm2d_kernels.h)
 struct NormalisationHandOver;  // src/bn_hand_over.h
+struct PooledGradient;
+struct BnBatch;  // src/batch_norm2d_kernels.h
 struct BnChannelMean {
   std::vector<float> hi, lo;  // mean = hi + lo per channel
 };
@@ -76,6 +78,15 @@ class BatchNorm2d final : public Layer {
   void batch_statistics(const Tensor& x);  // sets the statistics, count_; updates the running statistics
   void running_statistics();               // sets the statistics from the running statistics
   void set_statistics(const std::vector<double>& mean, const std::vector<double>& var);
+  // Backward's parts: the batch as the loops see it; the pooling's handed-back gradient (null unless the last
+  // forward handed its normalisation to a pooling); γ's and β's gradients written (or added) and reported; the
+  // two mean terms of dx from the sums (summed over the replicas first when synchronised).
+  detail::BnBatch backward_batch(const Tensor& dy) const;
+  const detail::PooledGradient* pooled_gradient(const Tensor& dy) const;
+  void write_parameter_gradients(const std::vector<double>& sdy, const std::vector<double>& sdyx, GradMode mode,
+                                 const LayerGradReady& grad_ready);
+  void mean_terms(std::vector<double>& sdy, std::vector<double>& sdyx, std::vector<float>& mean_dy,
+                  std::vector<float>& mean_dyx);
 
   std::int64_t channels_;
   Device device_;
