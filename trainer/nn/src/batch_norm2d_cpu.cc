@@ -198,12 +198,12 @@ void channel_map(const BnBatch& b, G g) {
 // an odd size) points at lanes of +0 that no position wins.
 struct PooledPixel {
   const float* dy;
-  const std::uint8_t* winners;
-  std::uint8_t position;
+  const float* winners;
+  float position;
 };
 alignas(64) constexpr float kZeroLanes[kMaxBlock] = {};
-constexpr std::uint8_t kNoWinnerLanes[kMaxBlock] = {255, 255, 255, 255, 255, 255, 255, 255,
-                                                    255, 255, 255, 255, 255, 255, 255, 255};
+alignas(64) constexpr float kNoWinnerLanes[kMaxBlock] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                         -1, -1, -1, -1, -1, -1, -1, -1};
 
 // The gradient the pooling's backward writes at lane l of the pixel: dy where the winner is this position, +0
 // elsewhere (as bits, the pooling's own select, which vectorises as CpuBatchNorm::ReluMasked does).
@@ -218,13 +218,13 @@ struct PooledRuns {
   auto operator()(std::int64_t off) const {
     const std::int64_t per_run = g.out_h * g.out_w * block, run = off / (area * block);
     const float* dy = g.dy + run * per_run;
-    const std::uint8_t* winners = g.winners + run * per_run;
+    const float* winners = g.winners + run * per_run;
     return [=, out_h = g.out_h, out_w = g.out_w, block = block, width = width, h = std::int64_t{0},
             w = std::int64_t{0}]() mutable {
       PooledPixel p{kZeroLanes, kNoWinnerLanes, 0};
       if (h / 2 < out_h && w / 2 < out_w) {
         const std::int64_t at = ((h / 2) * out_w + w / 2) * block;
-        p = {dy + at, winners + at, static_cast<std::uint8_t>((h % 2) * 2 + w % 2)};
+        p = {dy + at, winners + at, static_cast<float>((h % 2) * 2 + w % 2)};
       }
       if (++w == width) {
         w = 0;

@@ -23,11 +23,12 @@ struct ChannelAffine {
 };
 
 // The pooling's output gradient, in x's blocked layout (block b: [N·C/b][out_h][out_w][b]), and per output lane
-// the position of its window's winner in the window (0–3, row-major; 4 or more: no value of the window gets
-// the gradient, as when the absorbed ReLU zeroed the output).
+// the position of its window's winner in the window as a float (0–3, row-major; 4 or more: no value of the window
+// gets the gradient, as when the absorbed ReLU zeroed the output): floats, so that the BatchNorm's loops compare
+// them in vectors as wide as their dy.
 struct PooledGradient {
   const float* dy = nullptr;
-  const std::uint8_t* winners = nullptr;
+  const float* winners = nullptr;
   std::int64_t out_h = 0, out_w = 0;  // the pooled plane
   std::int64_t in_w = 0;              // the width of x's plane (its height is the BatchNorm's own)
 };

@@ -131,7 +131,7 @@ const Tensor* Pool2d::backward(const Tensor& dy, GradMode mode, bool need_dx, co
       dy_to_x_layout_->run(dy, x_->layout(), dy_x_layout_);
       g = &dy_x_layout_;
     }
-    hand_over_->gradient = {g->data(), kernels_->winners(), y_.dim(2), y_.dim(3), x_->dim(3)};
+    hand_over_->gradient = {g->data(), kernels_->normalised_winners(), y_.dim(2), y_.dim(3), x_->dim(3)};
     return &dx_;
   }
   if (kernels_->fused()) {

@@ -94,7 +94,7 @@ class BlockedMax2x2 final : public Pool2dKernels {
   void forward_normalised(const float* x, const ChannelAffine& affine, float* y) override {
     run_forward(x, &affine, y);
   }
-  const std::uint8_t* winners() const override { return winner_.data(); }
+  const float* normalised_winners() const override { return float_winner_.data(); }
 
   void backward(const float*, const float*, const float* dy, float* dx) override {
     for (std::int64_t k = 0; k < blocks_; ++k) {
@@ -112,7 +112,9 @@ class BlockedMax2x2 final : public Pool2dKernels {
   std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // of y (and of dy, and the winners): one block,
                                                                  // or in NCHW the B planes of its channels
 
+  // With affine (training): the winners as floats (normalised_winners), for the BatchNorm's backward.
   void run_forward(const float* x, const ChannelAffine* affine, float* y) {
+    if (affine != nullptr && !winner_.empty()) float_winner_.resize(winner_.size());
     for (std::int64_t k = 0; k < blocks_; ++k) {
       float* out = y_nchw_ ? tile_.data() : y + k * out_size();
       std::uint8_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
@@ -120,14 +122,15 @@ class BlockedMax2x2 final : public Pool2dKernels {
       if (affine != nullptr) {
         const std::int64_t c0 = k % blocks_per_sample_ * B;
         const BlockAffine a{affine->hi + c0, affine->lo + c0, affine->scale + c0, affine->shift + c0};
+        float* fwin = win == nullptr ? nullptr : float_winner_.data() + k * out_size();
         if (relu_)
-          pool_block<true, true>(in, out, win, a);
+          pool_block<true, true>(in, out, nullptr, fwin, a);
         else
-          pool_block<false, true>(in, out, win, a);
+          pool_block<false, true>(in, out, nullptr, fwin, a);
       } else if (relu_) {
-        pool_block<true, false>(in, out, win, {});
+        pool_block<true, false>(in, out, win, nullptr, {});
       } else {
-        pool_block<false, false>(in, out, win, {});
+        pool_block<false, false>(in, out, win, nullptr, {});
       }
       if (y_nchw_) tile_to_planes(y + k * out_size());
     }
@@ -139,9 +142,9 @@ class BlockedMax2x2 final : public Pool2dKernels {
   };
 
   // One block: y (blocked) = [relu] max of each window of x, or with kAffine of affine(x) (BatchNorm2d's
-  // normalise, the same expression), and its winner where win is given (training).
+  // normalise, the same expression), and its winner where win (a byte) or fwin (a float) is given (training).
   template <bool kRelu, bool kAffine>
-  void pool_block(const float* x, float* y, std::uint8_t* win, const BlockAffine& m) const {
+  void pool_block(const float* x, float* y, std::uint8_t* win, float* fwin, const BlockAffine& m) const {
     const float *__restrict hi = m.hi, *__restrict lo = m.lo, *__restrict s = m.scale, *__restrict t = m.shift;
     const auto value = [=](const float* __restrict p, std::int64_t l) {
       if constexpr (kAffine) return ((p[l] - hi[l]) - lo[l]) * s[l] + t[l];
@@ -154,7 +157,7 @@ class BlockedMax2x2 final : public Pool2dKernels {
         const float* __restrict a = r0 + 2 * ow * B;
         const float* __restrict c = r1 + 2 * ow * B;
         float* __restrict yo = y + (oh * out_w_ + ow) * B;
-        if (win == nullptr) {
+        if (win == nullptr && fwin == nullptr) {
 #pragma omp simd
           for (std::int64_t l = 0; l < B; ++l) {
             const float v =
@@ -165,7 +168,8 @@ class BlockedMax2x2 final : public Pool2dKernels {
         }
         // The code as a float beside best, so that GCC vectorises the selects (with integer constants it does
         // not); stored narrowed.
-        float code[B];
+        float code_here[B];
+        float* __restrict code = fwin != nullptr ? fwin + (oh * out_w_ + ow) * B : code_here;
 #pragma omp simd
         for (std::int64_t l = 0; l < B; ++l) {
           const float v1 = value(a + B, l), v2 = value(c, l), v3 = value(c + B, l);
@@ -183,7 +187,7 @@ class BlockedMax2x2 final : public Pool2dKernels {
           yo[l] = best;
           code[l] = at;
         }
-        store_codes<B>(code, win + (oh * out_w_ + ow) * B);
+        if (win != nullptr) store_codes<B>(code, win + (oh * out_w_ + ow) * B);
       }
     }
   }
@@ -246,6 +250,7 @@ class BlockedMax2x2 final : public Pool2dKernels {
   std::int64_t blocks_, blocks_per_sample_, in_h_, in_w_, out_h_, out_w_;
   bool relu_, y_nchw_;
   std::vector<std::uint8_t> winner_;  // training: per output lane, its window's winner code
+  std::vector<float> float_winner_;   // the same as floats, after a training forward_normalised
   std::vector<float> tile_;           // y_nchw_: one block of y or dy in the blocked layout
 };
 

@@ -48,9 +48,9 @@ class Pool2dKernels {
   virtual void forward_normalised(const float* x, const ChannelAffine& affine, float* y) {
     MIRROR_CHECK(false, kInternal, "these pooling kernels take no normalisation");
   }
-  // After a training forward of fused() 2×2 max pooling: per output lane of the blocked layout of x, its window's
-  // winner (bn_hand_over.h's PooledGradient::winners); null for other kernels.
-  virtual const std::uint8_t* winners() const { return nullptr; }
+  // After a training forward_normalised: per output lane of the blocked layout of x, its window's winner as a
+  // float (bn_hand_over.h's PooledGradient::winners); null for other kernels.
+  virtual const float* normalised_winners() const { return nullptr; }
 };
 
 struct Pool2dProblem {
