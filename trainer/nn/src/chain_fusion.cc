@@ -31,15 +31,24 @@ void absorb_relus(const std::vector<Layer*>& chain) {
   }
 }
 
+namespace {
+
+// The layer that consumes chain[i]'s output once the ReLUs are absorbed: chain[i + 1], or the one after it when
+// chain[i + 1] is an absorbed ReLU (the identity now); null at the end of the chain.
+Layer* consumer_of(const std::vector<Layer*>& chain, std::size_t i) {
+  std::size_t next = i + 1;
+  if (next < chain.size())
+    if (auto* relu = dynamic_cast<ReLU*>(chain[next]); relu != nullptr && relu->absorbed()) ++next;
+  return next < chain.size() ? chain[next] : nullptr;
+}
+
+}  // namespace
+
 void hand_normalisations_to_pooling(const std::vector<Layer*>& chain) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
     auto* bn = dynamic_cast<BatchNorm2d*>(chain[i]);
-    if (bn == nullptr) continue;
-    std::size_t next = i + 1;
     // A ReLU between them is the pooling's by now (absorbed before a max pooling); any other one stops the fusion.
-    if (auto* relu = dynamic_cast<ReLU*>(chain[next]); relu != nullptr && relu->absorbed()) ++next;
-    if (next >= chain.size()) continue;
-    auto* pool = dynamic_cast<Pool2d*>(chain[next]);
+    auto* pool = bn == nullptr ? nullptr : dynamic_cast<Pool2d*>(consumer_of(chain, i));
     if (pool == nullptr) continue;
     auto hand_over = std::make_shared<NormalisationHandOver>();
     hand_over->pooled_gradient = true;
@@ -52,10 +61,7 @@ void mask_between_residual_blocks(const std::vector<Layer*>& chain) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
     auto* first = dynamic_cast<Residual*>(chain[i]);
     if (first == nullptr || !first->applies_relu()) continue;
-    std::size_t next = i + 1;
-    if (auto* relu = dynamic_cast<ReLU*>(chain[next]); relu != nullptr && relu->absorbed()) ++next;  // first's
-    if (next >= chain.size()) continue;
-    auto* second = dynamic_cast<Residual*>(chain[next]);
+    auto* second = dynamic_cast<Residual*>(consumer_of(chain, i));  // the ReLU between them is first's
     if (second == nullptr) continue;
     second->mask_input_gradient();
     first->gradient_arrives_masked();

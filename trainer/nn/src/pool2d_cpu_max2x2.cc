@@ -112,17 +112,19 @@ class BlockedMax2x2 final : public Pool2dKernels {
   std::int64_t out_size() const { return out_h_ * out_w_ * B; }  // of y (and of dy, and the winners): one block,
                                                                  // or in NCHW the B planes of its channels
 
-  // With affine (training): the winners as floats (normalised_winners), for the BatchNorm's backward.
+  // Training keeps the winners: as bytes for this kernel's backward, or with affine as floats
+  // (normalised_winners) for the BatchNorm's backward, which then takes this pooling's place.
   void run_forward(const float* x, const ChannelAffine* affine, float* y) {
-    if (affine != nullptr && !winner_.empty()) float_winner_.resize(winner_.size());
+    const bool training = !winner_.empty();
+    if (affine != nullptr && training) float_winner_.resize(winner_.size());
     for (std::int64_t k = 0; k < blocks_; ++k) {
       float* out = y_nchw_ ? tile_.data() : y + k * out_size();
-      std::uint8_t* win = winner_.empty() ? nullptr : winner_.data() + k * out_size();
+      std::uint8_t* win = training ? winner_.data() + k * out_size() : nullptr;
       const float* in = x + k * in_size();
       if (affine != nullptr) {
         const std::int64_t c0 = k % blocks_per_sample_ * B;
         const BlockAffine a{affine->hi + c0, affine->lo + c0, affine->scale + c0, affine->shift + c0};
-        float* fwin = win == nullptr ? nullptr : float_winner_.data() + k * out_size();
+        float* fwin = training ? float_winner_.data() + k * out_size() : nullptr;
         if (relu_)
           pool_block<true, true>(in, out, nullptr, fwin, a);
         else

@@ -79,9 +79,11 @@ void normalise_add(const float* __restrict x, const detail::ChannelAffine& a, co
 void normalise_add_cpu(const Tensor& x, const detail::ChannelAffine& a, const float* s, bool relu, float* out) {
   const std::int64_t b = channel_block(x.layout()), runs = x.dim(0) * x.dim(1) / b, area = x.dim(2) * x.dim(3);
   const std::int64_t per_sample = x.dim(1) / b;
-  if (b == 8) return (relu ? normalise_add<8, true> : normalise_add<8, false>)(x.data(), a, s, out, runs, per_sample, area);
-  MIRROR_CHECK(b == 16, kInternal, "a residual add normalises blocked tensors only, got " << to_string(x.layout()));
-  (relu ? normalise_add<16, true> : normalise_add<16, false>)(x.data(), a, s, out, runs, per_sample, area);
+  MIRROR_CHECK(b == 8 || b == 16, kInternal,
+               "a residual add normalises blocked tensors only, got " << to_string(x.layout()));
+  const auto kernel = b == 8 ? (relu ? normalise_add<8, true> : normalise_add<8, false>)
+                             : (relu ? normalise_add<16, true> : normalise_add<16, false>);
+  kernel(x.data(), a, s, out, runs, per_sample, area);
 }
 
 }  // namespace
