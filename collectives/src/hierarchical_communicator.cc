@@ -16,10 +16,9 @@ namespace mirror::coll::detail {
 namespace {
 
 // The pipelined allreduce: pieces of at least kPieceBytes, at most kMaxPieces of them (64 MiB: 16 of 4 MiB;
-// below 8 MiB: one piece, as unpipelined). Measured on the test cluster at 1 Gbit/s (docs/multi-node.md,
-// "Pieces of 4 MiB"): 1 MiB pieces made 4 MiB allreduces 7-27 % slower (each piece's synchronisations, two
-// inside the host and the ring steps across, cost more than they hide), and at 64 MiB pieces of 16 / 8 / 4 MiB
-// gave 0.12 / 0.145 / 0.17 GB/s busbw: larger pieces lose, so the count grows with the size, not the piece.
+// below 8 MiB: one piece, as unpipelined). Smaller pieces cost more than they hide (each piece's
+// synchronisations, two inside the host and the ring steps across), and larger ones pipeline too little, so
+// the count grows with the size, not the piece (figures: docs/multi-node.md, "Over a limited link").
 constexpr std::size_t kPieceBytes = std::size_t{4} << 20;
 constexpr std::size_t kMaxPieces = 64;  // bounds the bookkeeping; 256 MiB and up take larger pieces
 

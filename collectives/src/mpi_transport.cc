@@ -17,10 +17,9 @@ namespace mirror::coll::detail {
 namespace {
 
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;  // MPI counts are int: split larger messages
-// How long a wait yields before it naps. Was 50 ms; on the test cluster at 1 Gbit/s (4 ranks on 2 cores, a
-// network step takes 10-70 ms, so the waits never got past yielding) 1 ms made the hierarchical allreduce
-// 5-40 % faster (its progress threads stopped taking the CPU from its shared-memory stages) and flat MPI
-// 0-60 % (docs/multi-node.md, "Waits that nap").
+// How long a wait yields before it naps. Short, because a network step takes milliseconds: a wait that
+// kept yielding through it would take the CPU from the ranks' other work (the hierarchical allreduce's
+// shared-memory stages run beside its progress threads when ranks outnumber cores; docs/multi-node.md).
 constexpr auto kYieldFor = std::chrono::milliseconds(1);
 
 void post(std::vector<MPI_Request>& reqs, bool is_send, int peer, const void* data, std::size_t bytes, int tag,

@@ -8,8 +8,8 @@
 //     one read of every input; a single synchronisation).
 //   allreduce (larger), 2 ranks, below kShmStreamBytes or every rank in place (agreed after a first sync):
 //     the single-sync steps above one buffer at a time (copy in, sync, both reduce the whole piece; out of
-//     place the output streamed): one sync per buffer, the same bytes across cores as below, no copy-out;
-//     1.4-1.9x the pipelined path's speed at 4-32 MiB in place and at 4-8 MiB out of place.
+//     place the output streamed): one sync per buffer, the same bytes across cores as below, no copy-out,
+//     so fewer syncs and copies than the pipelined path.
 //   allreduce (larger, otherwise): reduce-scatter + all-gather through the buffers, pipelined with ONE sync per step:
 //     each rank copies in the chunks the OTHER ranks reduce; sync; rank r reduces chunk r (its own from
 //     its input, the others' from their buffers; vectorised, shm_reduce.h) into its output and its
@@ -97,22 +97,21 @@ constexpr std::size_t kShmSingleSyncReadBytes = std::size_t{4} << 20;
 // go to memory anyway, and streaming it saves the read-for-ownership of every output line.
 constexpr std::size_t kShmStreamBytes = std::size_t{16} << 20;
 // Pipelined allreduce steps interleave their copy-out, reduction and copy-in in pieces of this many
-// bytes (measured ~8% faster at 16 MiB than one task after the other; 16 KiB pieces were slower).
+// bytes: the three tasks then overlap in the memory system, where one after the other they would not;
+// much smaller pieces pay more per-piece overhead than they gain.
 constexpr std::size_t kShmInterleaveBytes = 64 * 1024;
 // Single-copy paths (ordinary buffers, cross-memory attach, shm_single.cc): in ShmCopy::kAuto, the bytes
 // (the call's largest buffer) for which each collective takes them; outside, the staged paths. For the
 // allreduce these fixed bands hold only until its copy-path probe ran, or with CommOptions::shm_copy_probe
-// off (shm_copy_probe.h: a later quiet hour on the same machine found them wrong at 64 KiB-1 MiB and 16 MiB
-// on). Measured on the 2-vCPU build machine, 2 ranks, alternated runs (docs/collectives-shm.md):
-// - allreduce from 64 KiB (32 KiB: level; 64 KiB-4 MiB: 1.2-1.8x the staged busbw) below kShmStreamBytes;
-//   from there only when every rank's call is in place (agreed after the first sync): out of place the
-//   staged path streams its output and was 1.3-1.7x faster, in place single copy was 1.5x faster.
-//   With more than 2 ranks only where the staged path is pipelined (bytes x ranks > 4 MiB): its single-
-//   sync path beat single copy's two syncs at 3 and 4 ranks on 2 cores (0.6x at 64 KiB).
-// - allgather and reduce_scatter from 512 KiB in all, broadcast from 512 KiB: single copy was 1.2-2x (the
-//   gathers) and 2-5x (broadcast: the root writes one part while the others read the rest) the staged path
-//   from 64 KiB before the staging buffers had lanes; with lanes the staged path was 1.2-1.9x single copy's
-//   speed at 32-256 KiB and level at 512 KiB (docs/collectives-shm.md, "Lanes").
+// off (shm_copy_probe.h: which path wins depends on the machine and its placement of the cores). The bands
+// (2 ranks, docs/collectives-shm.md):
+// - allreduce from 64 KiB below kShmStreamBytes; from there only when every rank's call is in place (agreed
+//   after the first sync): out of place the staged path streams its output and is the faster one, in place
+//   single copy is. With more than 2 ranks only where the staged path is pipelined (bytes x ranks > 4 MiB):
+//   below that its single-sync path, one sync against single copy's two, is ahead when ranks outnumber cores
+//   and every sync may wait for a descheduled rank.
+// - allgather and reduce_scatter from 512 KiB in all, broadcast from 512 KiB: below, the staged path with its
+//   lanes is ahead of single copy's two kernel calls per peer (docs/collectives-shm.md, "Lanes").
 constexpr std::size_t kShmSingleAllreduceBytes = 64 * 1024;
 constexpr std::size_t kShmSingleGatherBytes = 512 * 1024;  // allgather (recv) and reduce_scatter (send)
 constexpr std::size_t kShmSingleBroadcastBytes = 512 * 1024;
@@ -120,8 +119,8 @@ constexpr std::size_t kShmSingleBroadcastBytes = 512 * 1024;
 // at the next lane of its size (rounded up to kShmLaneAlign bytes) after the buffer's previous use, cycling
 // through the buffer, so it rewrites its lines only after the whole buffer went round, when the ranks that
 // read them have long dropped them from their caches. Rewriting one place each time, every store of the copy
-// first invalidated the reader's copy of the line: 64 KiB allreduces took 15 us, with lanes 8 (AMD EPYC Zen 4,
-// 2 vCPUs; docs/collectives-shm.md, "Lanes"). Smaller messages were level, larger ones no faster.
+// would first invalidate the reader's copy of the line (docs/collectives-shm.md, "Lanes"). Smaller messages
+// gain nothing from lanes and larger ones cover the buffer anyway.
 constexpr std::size_t kShmLaneMinBytes = 16 * 1024;
 constexpr std::size_t kShmLaneMaxBytes = 256 * 1024;
 constexpr std::size_t kShmLaneAlign = 4096;

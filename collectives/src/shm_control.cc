@@ -151,8 +151,7 @@ void ShmControl::wait_all(std::uint64_t phase, const OpContext& ctx) const {
     MIRROR_CPU_RELAX();
   }
   // More ranks than CPUs: the rank awaited may be waiting for this one's CPU, so poll by yielding it
-  // (3 and 4 ranks on 2 cores: 4 KiB allreduces 79 -> 19 and 151 -> 20 us, 64 KiB 111 -> 47 and 137 -> 67;
-  // docs/collectives-shm.md, "Synchronisation").
+  // (spinning would hold the CPU that rank needs; docs/collectives-shm.md, "Synchronisation").
   const auto spin_until = Clock::now() + kSpinFor;
   for (int i = 0;; ++i) {
     if (arrived()) return;

@@ -3,8 +3,8 @@
 // ShmCommunicator::probe_copy_paths, shm_copy_probe.cc).
 //
 // Why measured: which path wins depends on the CPU, the hypervisor's placement of the ranks' cores and the
-// load (cross-core line transfers of the staging buffers against cross-memory attach's page pinning); fixed
-// bands measured once on one machine were wrong on the next. So at the first ordinary allreduce of at
+// load (cross-core line transfers of the staging buffers against cross-memory attach's page pinning), so no
+// fixed bands suit every machine. So at the first ordinary allreduce of at
 // least kCopyProbeLowestBytes (not at construction: short-lived communicators never pay), every rank times
 // both paths, alternated, on private zeroed float32 buffers at each of kCopyProbeBytes, in place and out of
 // place, keeps its best of kCopyProbeRepeats runs, and the transport's own small allreduce (max) gives every
@@ -13,11 +13,11 @@
 // has no end), and takes, for each shape, the path that was faster at kCopyProbeBytes[i] in that shape.
 // Why both shapes: the two paths are different algorithms in and out of place (single copy in place must not
 // let a peer read what it already overwrote; the staged path out of place streams its output from 16 MiB),
-// and on an Intel Xeon (2026-12-01) 64 KiB out of place was 13.8 us single against 17.3 staged while in place
-// staged won, 18 against 21 us. Where a band's two shapes disagree, the call syncs once first and every rank
+// and at one size single copy can win out of place while staged wins in place (docs/collectives-shm.md,
+// "kAuto's probe"). Where a band's two shapes disagree, the call syncs once first and every rank
 // picks by whether every rank is in place (ShmCommunicator::every_rank_in_place), a value all ranks share.
-// Below the first band the staged single-sync path stays (fixed: two syncs and two ~2 us kernel calls per
-// peer lost there in every measurement so far).
+// Below the first band the staged single-sync path stays (fixed: at those sizes single copy's two syncs and
+// two kernel calls per peer cost more than the bytes they save).
 #pragma once
 
 #include <array>

@@ -83,14 +83,14 @@ bool ShmCommunicator::single_copy(const CollectiveCall& call) const {
   if (options_.shm_copy == ShmCopy::kSingle) return true;
   const auto [lo, hi] = single_band(call.kind);
   const std::size_t bytes = call.total_bytes(size_);
-  // Probed (shm_copy_probe.h): the allreduce's band takes the path measured faster where both shapes chose
+  // Probed (shm_copy_probe.h): the allreduce's band takes the path the probe found faster where both shapes chose
   // alike; where they differ, path_depends_on_shape decides after the first sync.
   if (call.kind == CallKind::kAllreduce && copy_bands_.probed()) {
     const int band = CopyBands::band_of(bytes);
     return band >= 0 && copy_bands_.single(band, true) && copy_bands_.single(band, false);
   }
   // Fixed bands. More than 2 ranks: not where the staged allreduce needs a single sync (single copy needs two, and
-  // with more ranks than cores every sync may wait for a descheduled rank: measured 0.6x at 64 KiB).
+  // with more ranks than cores every sync may wait for a descheduled rank).
   if (call.kind == CallKind::kAllreduce && size_ > 2 && bytes * static_cast<std::size_t>(size_) <= kShmSingleSyncReadBytes)
     return false;
   return bytes >= lo && bytes < hi;

@@ -3,11 +3,10 @@
 //
 // Why a choice at all: a plain store to a line that the other rank has just read must first invalidate
 // that rank's copy. Between cores that share a cache this is cheap; between virtual CPUs that the
-// hypervisor has placed on different core complexes or sockets it is not. Measured on the 2-vCPU build
-// machine (docs/collectives-shm.md): rewriting 1 MiB the peer had read took 26–30 µs in some minutes and
-// 430–650 µs in others, while non-temporal stores took 36–46 µs either way (and the peer reads such lines
-// from memory at 27–41 µs per MiB). Plain stores win when the placement is good, streaming stores avoid a
-// 3–4x slower allreduce when it is not, and the placement changes while a job runs. So in kAuto mode each
+// hypervisor has placed on different core complexes or sockets it costs an order of magnitude more, while
+// non-temporal stores cost the same either way (docs/collectives-shm.md, "Staging stores"). Plain stores
+// win when the placement is good, streaming stores avoid a several times slower allreduce when it is not,
+// and the placement changes while a job runs. So in kAuto mode each
 // rank times its own work (waits excluded) per byte under both choices, keeps the cheaper, and re-measures
 // the other in the last two calls of every kExploreEvery (the first call after a change of choice is not
 // counted: it pays for lines the other choice left behind). Costs are kept per power-of-two size class:
@@ -25,7 +24,7 @@ namespace mirror::coll::detail {
 
 class StagingStorePolicy {
  public:
-  // Exploring costs a call or two of the slower choice (measured: +50 % fast placement, 3x slow), so it
+  // Exploring costs a call or two of the slower choice, which can be several times slower, so it
   // is rare; a slowdown of the current choice shows at once anyway, only a recovery waits for it.
   static constexpr std::uint64_t kExploreEvery = 64;
 

@@ -1,7 +1,7 @@
 // split_reader.h — SplitReader (private): reads rows of one split of a dataset, addressed by global index
 // (shard files concatenated in order), straight from HDF5. Sorted neighbouring indices are coalesced into
-// one hyperslab read per run (gaps of up to kMaxGap rows are read and discarded). One read per run beat
-// one read of a union-of-hyperslabs selection by ~8x with HDF5 1.10 (measured). Each reader opens its
+// one hyperslab read per run (gaps of up to kMaxGap rows are read and discarded): HDF5 1.10 reads a
+// union-of-hyperslabs selection far more slowly than the same rows as one read per run. Each reader opens its
 // own file handles; one reader is used by one thread at a time. Every float32 block read is checked for
 // NaN/Inf (finite_check.h) as it arrives: on the in-memory load, per batch, per streamed block.
 #pragma once

@@ -5,8 +5,8 @@
 # (docs/reliability.md). Programs from the environment: MIRRORRUN, TRAINER, MIRROR_DATA, MIRROR_CKPT.
 #   link-down   host 1's link goes down mid-training (--timeout 5): ranks 0 and 1 fail naming ranks 2 and 3
 #               and their host (and their own);
-#               the ranks on host 1 end themselves (both within timeout + 10 s: 6.5 s on a quiet machine,
-#               10.3 s seen on a loaded one); mirrorrun exits non-zero within timeout + 15 s
+#               the ranks on host 1 end themselves (both within timeout + 10 s; the times: docs/reliability.md);
+#               mirrorrun exits non-zero within timeout + 15 s
 #   host-kill   every process of host 1 is killed: the job ends within seconds, naming host 1
 #   link-flap   host 1's link down for 1 s, then up (--timeout 10): the job finishes with exit 0 and the same
 #               parameters, bit for bit, as a run without the flap

@@ -6,8 +6,8 @@
 //              kernels) with the reorders around them — what ConvLayout::kAuto decides between — and blocked
 //              with the Winograd algorithm (cpu_kernels.h; what the trainer's --conv-algorithm winograd runs);
 //   maxpool    MaxPool2d 2×2 (with the ReLU it absorbs) on a blocked input, its output reordered to NCHW for
-//              the next layer (what a model runs now), against the bridge before it: the blocked input reordered
-//              to NCHW, NCHW pooling, and dx reordered back (what it ran when pooling took only NCHW).
+//              the next layer (what a model runs), against a bridge around NCHW pooling: the blocked input
+//              reordered to NCHW, NCHW pooling, and dx reordered back.
 // The two sides alternate round after round; each shape prints the best round of each (milliseconds) and the
 // ratio. A benchmark, not a test (docs/compute.md).
 //   mirror-layer-bench [--layer all|batchnorm|conv2d|maxpool] [--threads 1] [--rounds 7] [--min-ms 30]

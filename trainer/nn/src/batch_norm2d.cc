@@ -8,11 +8,11 @@
 // (on the CPU in float partials added to doubles: batch_norm2d_cpu.cc). Synchronised, every replica's (count, mean, M2) travel in one reducer->gather (as
 // PyTorch's SyncBatchNorm gathers mean, invstd and count) and every replica combines them in replica order in
 // double (Chan et al.'s parallel update: mean = Σ n_r·mean_r / N, M2 = Σ M2_r + n_r·(mean_r − mean)²), so all
-// replicas get the same bits. One collective per layer and forward; the two sum all-reduces it replaced (Σx,
-// then M2 about the global mean) made the ranks wait for each other twice (docs/benchmarks.md, "SyncBN in one
-// gather"). Nothing cancels: M2 is a sum of non-negative terms, and the count and the means travel as two
-// floats each (hi + lo: a float mean of 1000 is off by up to 3e-5, 0.3 % of a spread of 0.01; Σx summed as
-// floats, as before, was as far off).
+// replicas get the same bits. One collective per layer and forward, so the ranks wait for each other once
+// there, not twice as two sum all-reduces (Σx, then M2 about the global mean) would make them
+// (docs/benchmarks.md, "SyncBN in one gather"). Nothing cancels: M2 is a sum of non-negative terms, and the
+// count and the means travel as two floats each (hi + lo: one float would leave a mean of 1000 off by up to
+// 3e-5, a large part of a spread of 0.01; so would Σx summed as floats).
 // Backward sums Σdy and Σdy·x̂ per channel and, synchronised, reduces those 2·C values in one call:
 // dx = γ/σ · (dy − Σdy/M − x̂ Σ(dy·x̂)/M), global sums and M.
 //
@@ -21,7 +21,7 @@
 //
 // Why own loops and not oneDNN's batch_normalization primitive: oneDNN normalises with its own statistics
 // and has no hook to sum them over replicas, so the synchronised path needs its own code anyway; one code path
-// for both keeps 1 replica and N replicas numerically alike (and measured faster: batch_norm2d_cpu.cc).
+// for both keeps 1 replica and N replicas numerically alike (and it is faster: batch_norm2d_cpu.cc).
 #include "mirror/nn/batch_norm2d.h"
 
 #include <cmath>

@@ -3,8 +3,8 @@
 // channels of a block are the b lanes of each pixel, so every loop runs over whole vectors of b channels with
 // their per-channel constants held in registers). Σx is summed in double lanes; the squared deviations and the
 // gradient sums in float partials of a few pixels, each added to a double (see kPartialPixels).
-// For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, which mirror-layer-bench measured about 3x slower
-// than these loops (docs/compute.md); its JIT one computes statistics that cannot be summed over replicas.
+// For NCHW data oneDNN 2.6 has only its non-JIT ncsp_bnorm, slower than these loops (docs/benchmarks.md,
+// "BatchNorm2d"); its JIT one computes statistics that cannot be summed over replicas.
 // A ReLU fused after the layer (BnBatch::relu) is applied in normalise and masks dy in the backward loops.
 // A 2×2 max pooling after the layer may hand back its output gradient and winners instead of a full-size dy
 // (bn_hand_over.h): the blocked backward loops then take each value's gradient from its window (PooledRuns),
@@ -68,9 +68,8 @@ void channel_sums(const BnBatch& b, F f, const float* post, std::vector<double>&
 
 // Float partials, for sums of terms that do not cancel to far less than their size (squared deviations; the
 // gradient sums, whose error then stays far below dy's own): each lane sums kPartialPixels pixels in float,
-// then adds that partial to its double sum. About 2x faster than double lanes
-// per element (AVX2: 8 floats a vector against 4 doubles; docs/benchmarks.md, "Float partials"), within ~16
-// float roundings of the terms' magnitudes. Σx keeps double lanes (channel_sums): with a large mean its float
+// then adds that partial to its double sum: twice the elements per vector of double lanes (AVX2: 8 floats
+// against 4 doubles; docs/benchmarks.md, "BatchNorm2d"), within ~16 float roundings of the terms' magnitudes. Σx keeps double lanes (channel_sums): with a large mean its float
 // partials would be off by more than a small spread.
 constexpr std::int64_t kPartialPixels = 16;
 
@@ -322,8 +321,8 @@ class CpuBatchNorm final : public BatchNormKernels {
   // dy as the loops read it: as given, or through a fused ReLU's mask (ops' relu_backward: dy where y > 0). The
   // mask comes from x, not y: the forward's normalised value v = ((x − hi) − lo) · scale + shift, the same
   // expression and so the same bits, is > 0 exactly where y = relu(v) is, and x is read anyway (one stream fewer
-  // than reading y). As bits (dy's where v > 0, +0 else), which vectorises inside the double sums where a select
-  // did not (gradient_sums ran 4x slower in perf).
+  // than reading y). As bits (dy's where v > 0, +0 else), which GCC vectorises inside the double sums, where it
+  // turns a select into a branch.
   struct Plain {
     const float* __restrict g;
     float operator()(std::int64_t i, std::int64_t) const { return g[i]; }

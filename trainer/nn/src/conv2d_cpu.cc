@@ -21,10 +21,10 @@ namespace dc = dnnl_cpu;
 
 // Whether to let oneDNN choose blocked layouts (nChw8c and the like, its direct JIT kernels) and pay the
 // reorders from and to NCHW around each primitive, or keep everything plain (its im2col + GEMM kernels).
-// Measured by mirror-layer-bench at batch 64, one thread, AVX2 (forward + both backwards, reorders included;
-// docs/compute.md): blocked 1.05–2.2× ahead for 3×3 kernels over 16–64 input channels, 2× behind with 1 input
-// channel blocked as well (an image model's first layer: it takes plain x and blocked y, first_layer below) and
-// for 1×1 kernels (a plain GEMM without im2col: resnet's projections).
+// Blocked is ahead for kernels larger than 1×1 over 8 or more input channels, reorders included (mirror-layer-bench,
+// docs/compute.md); plain is ahead with fewer channels, which a block would pad (an image model's first layer: it
+// takes plain x and blocked y, first_layer below), and for 1×1 kernels (a plain GEMM without im2col: resnet's
+// projections).
 bool blocked_layouts(const Conv2dGeometry& g) { return g.in_channels >= 8 && g.kernel_h * g.kernel_w > 1; }
 
 // The Mirror layout that is exactly `md` (a blocked one only when the channels fill the blocks), else kNchw.
@@ -170,9 +170,9 @@ class OneDnnConv2d final : public Conv2dKernels {
 
   // An image model's first layer (fewer than 8 input channels, a k×k kernel, x NCHW, layouts left to the layer):
   // x stays NCHW and oneDNN picks the layouts of the weights and of y, which lets it take its first-layer direct
-  // kernels (plain x in, blocked y out) instead of im2col + GEMM on plain layouts: at keras-cnn's 1→32 3×3,
-  // batch 64, forward 5× and backward weights 6.5× faster on an AVX-512 Zen 4, forward 2.7× on AVX2, where
-  // backward weights stays GEMM (docs/compute.md). y is blocked only where the model lets it be.
+  // kernels (plain x in, blocked y out) instead of im2col + GEMM on plain layouts, whose inner dimension is only
+  // k·k for one channel; on AVX2 backward weights stays GEMM (docs/compute.md). y is blocked only where the model
+  // lets it be.
   static bool first_layer(const Conv2dProblem& p, bool blocked) {
     const Conv2dGeometry& g = p.geometry;
     return p.layout == ConvLayout::kAuto && !blocked && g.kernel_h * g.kernel_w > 1 && p.x_layout == Layout::kNchw;

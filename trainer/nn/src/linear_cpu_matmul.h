@@ -1,10 +1,9 @@
 // linear_cpu_matmul.h (private) — Linear's forward product on the CPU: y[m, n] = x[m, k] · Wᵀ with W [n, k], all
 // row-major, as a oneDNN matmul primitive (dnnl_cpu.h) built once per shape, instead of sgemm. oneDNN 2.6's
-// matmul runs its brgemm kernels on AVX-512, where its sgemm is slow at a Linear's forward shape (transposed
-// weights, long k): keras-cnn's fc1 (64×5408 · 5408×64) 0.45 against 0.67 ms, cnn-bn's (64×3136 · 3136×128)
-// 0.51 against 0.74, mlp:2048,2048's 2048×2048 6.5 against 8.1 ms, one thread, AMD Zen 4; level at AVX2
-// (docs/compute.md), where sgemm was ahead at some shapes: so the matmul runs where oneDNN runs AVX-512 (or
-// better), sgemm elsewhere. The backward products stay sgemm: there the two were level or sgemm ahead.
+// matmul runs its brgemm kernels on AVX-512, where its sgemm is slower at a Linear's forward shape (transposed
+// weights, long k); on AVX2 it has no brgemm and sgemm is as fast or faster (docs/benchmarks.md, "Matrix
+// products"): so the matmul runs where oneDNN runs AVX-512 (or better), sgemm elsewhere. The backward products
+// stay sgemm: there the two are level or sgemm is ahead.
 #pragma once
 
 #include <cstdint>

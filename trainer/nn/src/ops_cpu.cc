@@ -1,6 +1,6 @@
 // ops_cpu.cc — the CPU backend: oneDNN's sgemm for matrix products (it picks its kernels from cpuid, AVX2 to
-// AVX-512; OpenBLAS 0.3.21 ran generic Prescott kernels on CPUs it did not know, and measured slower at the
-// MLP's shapes: docs/compute.md, mirror-gemm-bench), plain loops over __restrict pointers (which the compiler
+// AVX-512; OpenBLAS 0.3.21 runs generic Prescott kernels on CPUs it does not know, and is slower at the
+// MLP's shapes: docs/benchmarks.md, "Matrix products"), plain loops over __restrict pointers (which the compiler
 // vectorises) for everything else.
 #include <oneapi/dnnl/dnnl.h>
 
@@ -56,8 +56,8 @@ void relu_forward(const float* x, float* y, std::int64_t n) {
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
-  // dy loaded unconditionally, so the select vectorises; as a branch on the sign of y it was a scalar
-  // loop mispredicting about every other element (6 % of a training step in perf).
+  // dy loaded unconditionally, so the select vectorises; as a branch on the sign of y it would be a scalar
+  // loop mispredicting about every other element.
   const float* __restrict yy = y;
   const float* __restrict gg = dy;
   float* __restrict out = dx;

@@ -1,8 +1,7 @@
 // pool2d_cpu.cc — Pool2d's CPU kernels (pool2d_kernels.h): max and average pooling as plain loops over NCHW
 // planes. Training max pooling keeps each output's winner (its index in the input plane) for backward.
 // Why not oneDNN here: oneDNN 2.6 has no JIT pooling for plain NCHW on AVX2 and runs its reference kernel,
-// which took 54% of a keras-cnn training step (perf, batch 64, one thread, AMD EPYC AVX2; docs/benchmarks.md);
-// these loops make that share a few percent. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_max2x2.cc's
+// slow enough to take half of a keras-cnn training step; these loops make pooling a small share of it. Blocked inputs (nChw8c / nChw16c) go to pool2d_cpu_max2x2.cc's
 // one-pass 2×2 max pooling or else to pool2d_cpu_blocked.cc's loops (each in its AVX2 build where the CPU and
 // oneDNN run AVX2), which compute the same values lane by lane.
 #include <algorithm>
@@ -99,7 +98,8 @@ class LoopPool2d final : public Pool2dKernels {
       }
   }
 
-  // The common 2×2 window, stride 2, no padding: the same winners, branch-free (about 4× the general loop).
+  // The common 2×2 window, stride 2, no padding: the same winners, branch-free (so it vectorises, which the
+  // general loop does not).
   void max_plane_2x2(const float* x, float* y, std::int32_t* win) const {
     for (std::int64_t oh = 0; oh < out_h_; ++oh) {
       const std::int64_t base = 2 * oh * in_w_;

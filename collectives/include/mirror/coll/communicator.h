@@ -86,7 +86,7 @@ class SharedBuffer {
 // How the shared-memory transport writes the staging buffers that other ranks read during large
 // allreduces: kCached — plain stores (the reader takes the lines from the writer's cache: fastest when the
 // ranks' cores share a cache); kStreaming — non-temporal stores (the reader takes them from memory: no
-// cross-core invalidation, whose cost grows ~15x when a hypervisor places the virtual CPUs apart);
+// cross-core invalidation, which costs many times more when a hypervisor places the virtual CPUs apart);
 // kAuto — each rank measures its own work time with both and keeps the cheaper, re-checking the other
 // in 2 of every 64 large allreduces (docs/collectives-shm.md). Results are identical in every mode.
 enum class ShmStaging { kAuto, kCached, kStreaming };
@@ -96,7 +96,7 @@ ShmStaging parse_shm_staging(std::string_view name);  // "auto" | "cached" | "st
 // How the shared-memory transport moves ordinary (not allocate_shared) buffers between ranks: kStaged —
 // through its staging buffers (each byte copied in by its owner and out by its reader); kSingle — one
 // copy, straight between the ranks' own buffers with Linux cross-memory attach (process_vm_readv /
-// process_vm_writev); kAuto — single copy for the sizes where it was measured faster, staged elsewhere:
+// process_vm_writev); kAuto — single copy for the sizes where it is faster, staged elsewhere:
 // for allreduces as a probe timed both paths at the first ordinary allreduce of at least 32 KiB (shared by
 // all ranks; CommOptions::shm_copy_probe), for the others by fixed bands (docs/collectives-shm.md). Single copy needs the start-up probe to succeed on every rank (same user,
 // ptrace permitted); otherwise every mode stages. The choice is the same on every rank for a call, and

@@ -24,7 +24,7 @@ struct Conv2dGeometry {
 };
 
 // Layouts of oneDNN's primitives inside the layer: kAuto picks blocked for kernels larger than 1×1 over 8 or
-// more input channels, and whenever the input comes blocked (measured, conv2d_cpu.cc); kPlain / kBlocked force
+// more input channels, and whenever the input comes blocked (conv2d_cpu.cc says why); kPlain / kBlocked force
 // one (benchmarks, tests). Inputs and outputs are NCHW unless the model lets blocked tensors through (layer.h).
 enum class ConvLayout { kAuto, kPlain, kBlocked };
 
