@@ -6,16 +6,19 @@
 # independent 1-rank runs started together, one per core). All three leave the first 20 steps of the epoch out of
 # samples/s (Mirror: its steady_samples_per_s metric; the peers: their --skip 20).
 #   scripts/bench_train.sh --model mlp:512,256|keras-cnn|cnn-bn|resnet20 [--np 1,2] [--epochs 1] [--repeats 3]
-#                          [--samples N] [--batch 64] [--no-peers torch,tf] [--trainer-args "ARGS"]
+#                          [--samples N] [--batch 64] [--no-peers torch,tf] [--trainer-args "ARGS"] [--baseline DIR]
 # --samples N: train on the first N training samples (a subset file data/fmnist-N.h5; the peers run as many steps
 # with --max-steps), for short runs. --trainer-args: more options for Mirror's trainer only (e.g. "--conv-algorithm
-# direct"), split at spaces. cnn-bn runs with synchronised BatchNorm in all three (Mirror's default, the
+# direct"), split at spaces. --baseline DIR: also Mirror's trainer from another build directory (an earlier
+# commit's, built with scripts/test.sh or cmake), as system "base", alternated with this build's in every repeat;
+# the table gives mirror/base. cnn-bn runs with synchronised BatchNorm in all three (Mirror's default, the
 # torch peer's --sync-bn, Keras' synchronized=True). Peers: ../shared/peers (README.md there), installed under
 # MIRROR_PEERS_HOME (default ~/.cache/mirror-peers) by its setup.sh. Needs a build (BUILD_DIR, default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 model="mlp:512,256"; batch=64; epochs=1; repeats=3; nps="1 2"; samples=60000; skip_peers=""; trainer_args=""
+base_build=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     --samples) samples="$2"; shift 2 ;;
     --no-peers) skip_peers="${2//,/ }"; shift 2 ;;
     --trainer-args) trainer_args="$2"; shift 2 ;;
+    --baseline) base_build="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -39,6 +43,11 @@ esac
 build="${BUILD_DIR:-build}"
 trainer="$root/$build/trainer/tools/trainer"
 [ -x "$trainer" ] || { echo "bench_train.sh: no $trainer; build first (scripts/test.sh)" >&2; exit 2; }
+base_trainer=""
+if [ -n "$base_build" ]; then
+  base_trainer="$(cd "$base_build" 2>/dev/null && pwd)/trainer/tools/trainer"
+  [ -x "$base_trainer" ] || { echo "bench_train.sh: --baseline $base_build has no trainer/tools/trainer" >&2; exit 2; }
+fi
 peers_src="$root/../shared/peers"
 [ -f "$peers_src/torch_ddp_fmnist.py" ] || peers_src="/work/shared/peers"
 P="${MIRROR_PEERS_HOME:-$HOME/.cache/mirror-peers}"
@@ -71,6 +80,7 @@ case "$model" in
   cnn-bn) sync_bn=(--sync-bn) ;;
 esac
 systems="mirror"
+[ -z "$base_trainer" ] || systems+=" base"
 [[ " $skip_peers " == *" torch "* ]] || systems+=" torch"
 # TensorFlow's peer has the 512,256 MLP only.
 [[ " $skip_peers " == *" tf "* ]] || { [ "$peer_model" = mlp ] && [ "$hidden" != "512,256" ]; } || systems+=" tf"
@@ -86,6 +96,7 @@ mirror_one() {  # np, metrics file, mpirun options...
 }
 steady_mean() { python3 -c "import json; r=[json.loads(l)['steady_samples_per_s'] for l in open('$1')]; print(sum(r)/len(r))"; }
 run_mirror() { mirror_one "$1" "$tmp/m.jsonl" --bind-to core && steady_mean "$tmp/m.jsonl"; }
+run_base() { local trainer="$base_trainer"; mirror_one "$1" "$tmp/b.jsonl" --bind-to core && steady_mean "$tmp/b.jsonl"; }
 run_torch() {
   mpirun --bind-to core -np "$1" "$py" "$peers_src/torch_ddp_fmnist.py" --model "$peer_model" ${hidden:+--hidden "$hidden"} \
     "${sync_bn[@]}" --epochs "$epochs" --batch "$batch" --threads 1 --max-steps "$(steps_for "$1")" 2>"$tmp/t.err" |
@@ -168,5 +179,5 @@ fi
 if [ -n "${failed:-}" ]; then
   echo "# failed runs, left out of the medians: $failed"
   # Mirror's own failures fail the script; a peer's only show here.
-  case ", $failed" in *", mirror "*|*", ceiling "*) exit 1 ;; esac
+  case ", $failed" in *", mirror "*|*", base "*|*", ceiling "*) exit 1 ;; esac
 fi

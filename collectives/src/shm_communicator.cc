@@ -154,8 +154,8 @@ void ShmCommunicator::staged_allreduce(const CollectiveCall& call, const OpConte
 void ShmCommunicator::allreduce_by_buffers(const CollectiveCall& call, const OpContext& ctx) {
   // allreduce_small's step over the message one staging buffer at a time. The buffers alternate, so the next
   // piece is copied in while the other rank may still read this one. Out of place (only below
-  // kShmStreamBytes) the output is written with non-temporal stores: 1.6-1.9x faster at 4-8 MiB than plain
-  // stores, which were slower than the pipelined path (docs/collectives-shm.md, "By buffers").
+  // kShmStreamBytes) the output is written with non-temporal stores: it is not read again soon, and plain
+  // stores would pay a read-for-ownership of every output line (docs/collectives-shm.md, "By buffers").
   const std::size_t per_buffer = kShmSlotBytes / dtype_size(call.type);
   const bool stream = call.send != call.recv;
   for (std::size_t first = 0; first < call.count; first += per_buffer)
@@ -170,9 +170,9 @@ void ShmCommunicator::allreduce_small(const CollectiveCall& call, const OpContex
 void ShmCommunicator::single_sync_step(const CollectiveCall& call, const OpContext& ctx, std::size_t first,
                                        std::size_t n, bool stream_out) {
   // One copy in, one sync, everyone reduces everything: the other ranks' parts from their buffers, its own
-  // from its input (the same values: the result is the same bits). Reading its own buffer back instead
-  // was up to 2x slower at 256 KiB-1 MiB (docs/collectives-shm.md): the other ranks are reading those lines
-  // at the same time, and it is a second stream through the cache for the same bytes.
+  // from its input (the same values: the result is the same bits). It does not read its own buffer back:
+  // the other ranks are reading those lines at the same time, and it would be a second stream through the
+  // cache for the same bytes (docs/collectives-shm.md).
   const std::size_t es = dtype_size(call.type), bytes = n * es;
   const auto* own = static_cast<const unsigned char*>(call.send) + first * es;
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
@@ -358,8 +358,8 @@ bool ShmCommunicator::reduce_scatter_direct(const CollectiveCall& call, const Op
   // an allreduce and no writes into other ranks' memory.
   // The lines read from the other ranks stay in this core's cache, and the owners' next writes to them
   // (the next step's gradients, in training) must first invalidate them here. When the placement makes
-  // that expensive (the peer-store policies found streaming stores cheaper: see shm_store_policy.h; seen
-  // costing 0.3 ms of backward per MiB), this rank evicts them itself right after reducing each piece.
+  // that expensive (the peer-store policies found streaming stores cheaper: see shm_store_policy.h), this
+  // rank evicts them itself right after reducing each piece, so the owner's writes need no invalidation.
   const bool evict = gather_stores_.streaming_cheaper(block) || direct_stores_.streaming_cheaper(block);
   std::vector<const void*> srcs(static_cast<std::size_t>(size_));
   const std::size_t piece = std::max<std::size_t>(1, kShmInterleaveBytes / es);
@@ -510,7 +510,8 @@ const BackendRow& shm_backend() {
   static const BackendRow row{{"shm", Buffers::kHost,
                                "one shared-memory segment mapped by every rank (all ranks on one host)",
                                with_copy_probe_statistics({"staging_cached", "staging_streaming", "direct",
-                                                          "evicted", "single", "single_permitted"})},
+                                                          "evicted", "single", "single_permitted"}),
+                               /*shares_allocated_buffers=*/true},
                               shm_fits, make_shm};
   return row;
 }

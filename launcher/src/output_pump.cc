@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "mirror/launch/banner_filter.h"
 #include "mirror/launch/rank_output.h"
 
 namespace mirror::launch::detail {
@@ -30,6 +31,12 @@ bool write_all(int fd, const std::string& text) {
     done += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// At the end of a stream: what both filters held back, in order.
+std::string drain(RankTagFilter& tags, MpiBannerFilter& banners) {
+  std::string text = banners.feed(tags.finish());
+  return text + banners.finish();
 }
 
 }  // namespace
@@ -76,6 +83,7 @@ void OutputPump::watch(int stream, const std::string& text) {
 
 void OutputPump::run() {
   RankTagFilter filters[2];
+  MpiBannerFilter banners[2];  // after the tags: mpirun's own boxes are untagged text
   bool writable[2] = {true, true};
   char buffer[65536];
   while (!stop_ && (pipes_[0] >= 0 || pipes_[1] >= 0)) {
@@ -87,8 +95,8 @@ void OutputPump::run() {
       if (pipes_[s] < 0 || !(fds[s].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = ::read(pipes_[s], buffer, sizeof buffer);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      std::string text = n > 0 ? filters[s].feed(std::string_view(buffer, static_cast<std::size_t>(n)))
-                               : filters[s].finish();
+      std::string text = n > 0 ? banners[s].feed(filters[s].feed(std::string_view(buffer, static_cast<std::size_t>(n))))
+                               : drain(filters[s], banners[s]);
       if (writable[s]) writable[s] = write_all(outputs_[s], text);
       watch(s, text);
       if (n <= 0) {
@@ -100,7 +108,7 @@ void OutputPump::run() {
   }
   for (int s = 0; s < 2; ++s) {
     if (pipes_[s] < 0) continue;
-    if (writable[s]) write_all(outputs_[s], filters[s].finish());
+    if (writable[s]) write_all(outputs_[s], drain(filters[s], banners[s]));
     ::close(pipes_[s]);
     pipes_[s] = -1;
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # launcher_cases.sh — end-to-end cases of mirrorrun that need a scratch folder or a signal, run by CTest:
-#   launcher_cases.sh MIRRORRUN RANK_PROBE restart   a job that fails once ends 0 after exactly one restart
+#   launcher_cases.sh MIRRORRUN RANK_PROBE restart   a job that fails once ends 0 after exactly one restart,
+#                                                    without Open MPI's exit banner (mpirun --quiet)
 #   launcher_cases.sh MIRRORRUN RANK_PROBE sigterm   SIGTERM reaches every rank, which gets time to "checkpoint";
 #                                                    mirrorrun ends with 143 (128 + SIGTERM)
 #   launcher_cases.sh MIRRORRUN RANK_PROBE grace     ranks ignore SIGTERM: after --grace-period the job is
@@ -33,6 +34,7 @@ case $case in
     echo "$out"
     [ "$rc" -eq 0 ] || fail "exit code $rc, expected 0"
     grep -q "job failed (exit code 4); restart 1 of 2" <<<"$out" || fail "no restart line with the cause"
+    if grep -q "Primary job" <<<"$out"; then fail "Open MPI's exit banner follows the failure"; fi
     grep -q "mirrorrun: 1 restart(s); job exit code 0" <<<"$out" || fail "no final restart count"
     grep -q "rank 0 attempt later (MIRROR_RESTART_COUNT=1)" <<<"$out" || fail "second attempt not seen"
     ;;

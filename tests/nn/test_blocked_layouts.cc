@@ -177,8 +177,9 @@ TEST(ReluAbsorption, AReluBeforeMaxPoolingIsAbsorbedBitForBit) {
   }
 }
 
-// Forwards everything to a pooling layer (an absorbed ReLU included) and records the layout of its input;
-// nchw: takes no blocked tensors, so the model hands the pooling NCHW through a bridge.
+// Forwards everything to a pooling layer and records the layout of its input (not a Pool2d itself, so the fusion
+// pass leaves the ReLU before it apart); nchw: takes no blocked tensors, so the model hands the pooling NCHW
+// through a bridge.
 class PoolSpy final : public Layer {
  public:
   PoolSpy(std::unique_ptr<Layer> inner, bool nchw) : inner_(std::move(inner)), nchw_(nchw) {}
@@ -186,7 +187,6 @@ class PoolSpy final : public Layer {
   Shape output_sample_shape(const Shape& s) const override { return inner_->output_sample_shape(s); }
   bool accepts_blocked() const override { return !nchw_ && inner_->accepts_blocked(); }
   void set_blocked_output(bool allowed) override { inner_->set_blocked_output(allowed); }
-  bool absorb_preceding_relu() override { return inner_->absorb_preceding_relu(); }
   const Tensor& forward(const Tensor& x) override {
     seen = x.layout();
     inner_->set_training(training());

@@ -169,7 +169,8 @@ TEST_F(Cuda, OptimizersMatchCpu) {
 
 TEST_F(Cuda, ModelTrainingStepsMatchCpu) {
   const std::int64_t batch = 64, in = 784, classes = 10;
-  Model cm("mlp:512,256", in, classes, cpu_), gm("mlp:512,256", in, classes, gpu_);
+  auto cm_owned = build_model("mlp:512,256", {in}, classes, cpu_), gm_owned = build_model("mlp:512,256", {in}, classes, gpu_);
+  Model &cm = *cm_owned, &gm = *gm_owned;
   cm.init_parameters(7);
   gm.init_parameters(7);
   EXPECT_EQ(gm.params_to_host(), cm.params_to_host());  // init is computed on the host: bit-identical

@@ -1,6 +1,7 @@
 // test_loss.cc — softmax cross-entropy: values and counts against a double-precision naive reference,
 // dlogits against central finite differences of that reference, stability with huge logits, the
-// 1/batch scaling that makes N ranks × B equal one rank × N·B, and label errors.
+// 1/batch scaling that makes N ranks × B equal one rank × N·B, and label errors; per-token logits [N, T, C]
+// with targets [N, T] (an int32 tensor), and an ignore index that leaves targets out of loss, gradient and count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -132,6 +133,65 @@ TEST(LossStats, SumsOverBatches) {
   EXPECT_EQ(a.correct, 3);
   EXPECT_DOUBLE_EQ(a.mean_loss(), 0.5);
   EXPECT_DOUBLE_EQ(a.accuracy(), 3.0 / 8);
+}
+
+
+TEST(SoftmaxCrossEntropy, PerTokenLogitsWithAnIgnoreIndex) {
+  const std::int64_t n = 2, t = 3, cols = 4, rows = n * t;
+  const auto z = random_vector(rows * cols, 31, -2.0f, 2.0f);
+  const std::vector<std::int32_t> targets = {1, -100, 3, 0, 2, -100};
+  Tensor logits({n, t, cols}, Device{});
+  logits.copy_from_host(z);
+  Tensor target_tensor({n, t}, Device{}, DType::kInt32);
+  target_tensor.copy_from_host(std::span<const std::int32_t>(targets));
+  SoftmaxCrossEntropy loss(Device{}, -100);
+  Tensor dlogits;
+  const LossStats s = loss.forward_backward(logits, target_tensor, dlogits);
+  // Reference: the mean over the 4 counted tokens; ignored rows have no gradient.
+  auto mean_loss = [&](const std::vector<double>& zz) {
+    double sum = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (targets[r] != -100) sum += testing::naive_xent(zz.data() + r * cols, cols, targets[r]);
+    return sum / 4;
+  };
+  std::vector<double> zd(z.begin(), z.end());
+  EXPECT_EQ(s.count, 4);
+  EXPECT_NEAR(s.mean_loss(), mean_loss(zd), 1e-5);
+  ASSERT_EQ(dlogits.shape(), (Shape{n, t, cols}));
+  const auto g = dlogits.to_host();
+  for (std::size_t i = 0; i < zd.size(); ++i) {
+    const double saved = zd[i], h = 1e-5;
+    zd[i] = saved + h;
+    const double up = mean_loss(zd);
+    zd[i] = saved - h;
+    const double down = mean_loss(zd);
+    zd[i] = saved;
+    ASSERT_NEAR(g[i], (up - down) / (2 * h), 1e-6) << "logit " << i;
+  }
+  // Without the ignore index, -100 is an error naming the row; targets of the wrong shape name both shapes.
+  SoftmaxCrossEntropy strict(Device{});
+  try {
+    strict.forward(logits, target_tensor);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("label -100 of row 1"), std::string::npos) << e.message();
+  }
+  Tensor wrong({n * t}, Device{}, DType::kInt32);
+  try {
+    loss.forward(logits, wrong);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("[6] do not fit logits of shape [2, 3, 4]; expected [2, 3]"), std::string::npos)
+        << e.message();
+  }
+  // Float targets are refused, naming the dtype.
+  Tensor float_targets({n, t}, Device{});
+  try {
+    loss.forward(logits, float_targets);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("holds float32 values where int32 is needed"), std::string::npos) << e.message();
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// test_model.cc — the model: spec parsing and its errors; the flat parameter/gradient layout; forward and
+// test_model.cc — the model: the mlp built-in's names and their errors; the flat parameter/gradient layout; forward and
 // backward of the whole MLP against a naive double-precision MLP (loss) and central finite differences of it
 // (gradients); the grad-ready callback (once per parameter, reverse order, value final); gradient
 // accumulation; deterministic initialisation.
@@ -12,6 +12,7 @@
 #include "mirror/nn/linear.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model.h"
+#include "mirror/nn/model_build.h"
 #include "reference.h"
 
 namespace mirror::nn {
@@ -19,27 +20,30 @@ namespace {
 
 using testing::random_vector;
 
-TEST(ModelSpec, ParsesAndPrints) {
-  EXPECT_EQ(ModelSpec::parse("mlp:512,256").hidden, (std::vector<std::int64_t>{512, 256}));
-  EXPECT_EQ(ModelSpec::parse("mlp:7").hidden, (std::vector<std::int64_t>{7}));
-  EXPECT_EQ(ModelSpec::parse("mlp:512,256").to_string(), "mlp:512,256");
+TEST(MlpBuiltin, CanonicalNames) {
+  EXPECT_EQ(canonical_mlp_name("mlp:512,256"), "mlp:512,256");
+  EXPECT_EQ(canonical_mlp_name("mlp:7"), "mlp:7");
+  EXPECT_EQ(canonical_mlp_name("keras-cnn"), "");
+  EXPECT_EQ(build_graph("mlp:512,256", {784}, 10, Device{}).description, "mlp:512,256");
 }
 
-TEST(ModelSpec, BadStringsAreNamedInTheError) {
+TEST(MlpBuiltin, BadStringsAreNamedInTheError) {
   for (const char* bad : {"mlp:", "mlp", "mlp:0", "mlp:a", "cnn:3", "mlp:512,", "mlp:,5", "mlp:5,,6", "mlp:-3",
                           "mlp: 5", "mlp:5x", "", "MLP:5", "mlp:99999999999999999999"}) {
     try {
-      ModelSpec::parse(bad);
+      build_graph(bad, {8}, 10, Device{});
       ADD_FAILURE() << "'" << bad << "' was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-      EXPECT_NE(e.message().find("'" + std::string(bad) + "'"), std::string::npos) << e.what();
+      const std::string named = *bad ? "'" + std::string(bad) + "'" : "--model is empty";
+      EXPECT_NE(e.message().find(named), std::string::npos) << e.what();
     }
   }
 }
 
 TEST(Model, FlatLayoutIsContiguousInLayerOrder) {
-  Model m("mlp:512,256", 784, 10, Device{});
+  auto owned = build_model("mlp:512,256", {784}, 10, Device{});
+  Model& m = *owned;
   const auto& p = m.parameters();
   ASSERT_EQ(p.size(), 6u);
   const std::vector<std::string> names = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
@@ -60,14 +64,15 @@ TEST(Model, FlatLayoutIsContiguousInLayerOrder) {
 }
 
 TEST(Model, BadConstructionArguments) {
-  EXPECT_THROW(Model("mlp:4", 0, 10, Device{}), Error);
-  EXPECT_THROW(Model("mlp:4", 8, 1, Device{}), Error);
-  EXPECT_THROW(Model("cnn:3", 8, 10, Device{}), Error);
+  EXPECT_THROW(build_model("mlp:4", {0}, 10, Device{}), Error);
+  EXPECT_THROW(build_model("mlp:4", {8}, 1, Device{}), Error);
+  EXPECT_THROW(build_model("cnn:3", {8}, 10, Device{}), Error);
 }
 
 struct SmallSetup {
   std::int64_t batch = 5, in = 6, classes = 3;
-  Model model{"mlp:5,4", in, classes, Device{}};
+  std::unique_ptr<Model> owned = build_model("mlp:5,4", {in}, classes, Device{});
+  Model& model = *owned;
   std::vector<float> x = random_vector(batch * in, 31, -2.0f, 2.0f);
   std::vector<std::int32_t> y = {0, 2, 1, 2, 0};
   Tensor xt{{batch, in}, Device{}};
@@ -156,14 +161,15 @@ TEST(Model, AccumulationEqualsSumOfSeparateBackwards) {
 }
 
 TEST(Model, InitIsDeterministicAndBounded) {
-  Model a("mlp:32,16", 20, 5, Device{}), b("mlp:32,16", 20, 5, Device{}), c("mlp:32,16", 20, 5, Device{});
-  a.init_parameters(42);
-  b.init_parameters(42);
-  c.init_parameters(43);
-  const auto pa = a.params_to_host(), pb = b.params_to_host(), pc = c.params_to_host();
+  auto a = build_model("mlp:32,16", {20}, 5, Device{}), b = build_model("mlp:32,16", {20}, 5, Device{}),
+       c = build_model("mlp:32,16", {20}, 5, Device{});
+  a->init_parameters(42);
+  b->init_parameters(42);
+  c->init_parameters(43);
+  const auto pa = a->params_to_host(), pb = b->params_to_host(), pc = c->params_to_host();
   EXPECT_EQ(pa, pb);
   EXPECT_NE(pa, pc);
-  for (const ParamInfo& info : a.parameters()) {
+  for (const ParamInfo& info : a->parameters()) {
     const bool weight = info.name.ends_with(".weight");
     const double fan_in = static_cast<double>(info.shape.back());
     const double bound = std::sqrt(6.0 / fan_in);
@@ -273,7 +279,8 @@ TEST(ModelBuffers, SampleShapes) {
   EXPECT_THROW(model_sample_shape({}), Error);
   EXPECT_THROW(model_sample_shape({2, 0, 3}), Error);
   EXPECT_THROW(model_sample_shape({1, 2, 3, 4}), Error);
-  Model m("mlp:4", Shape{28, 28}, 10, Device{});
+  auto owned = build_model("mlp:4", Shape{28, 28}, 10, Device{});
+  Model& m = *owned;
   EXPECT_EQ(m.input_sample_shape(), (Shape{1, 28, 28}));
   EXPECT_EQ(m.input_features(), 784);
   EXPECT_EQ(m.num_buffer_values(), 0);

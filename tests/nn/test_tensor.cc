@@ -84,6 +84,35 @@ TEST(Tensor, ViewSharesMemoryAndCannotResize) {
   EXPECT_THROW(v.resize({3, 3}), Error);
 }
 
+TEST(Tensor, TypedElementsOfAnyRank) {
+  Tensor ids({2, 3, 4, 5, 6}, Device{}, DType::kInt32);
+  EXPECT_EQ(ids.dtype(), DType::kInt32);
+  EXPECT_EQ(ids.bytes(), 2u * 3 * 4 * 5 * 6 * 4);
+  std::vector<std::int32_t> v(720);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(i) - 7;
+  ids.copy_from_host(std::span<const std::int32_t>(v));
+  EXPECT_EQ(ids.to_host_int32(), v);
+  EXPECT_EQ(ids.as<std::int32_t>()[8], 1);
+  // Asking for another element type names both.
+  try {
+    ids.data();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("holds int32 values where float32 is needed"), std::string::npos) << e.message();
+  }
+  EXPECT_THROW(ids.to_host(), Error);
+  Tensor half({3, 5}, Device{}, DType::kBFloat16);
+  EXPECT_EQ(half.bytes(), 30u);
+  EXPECT_EQ(dtype_size(DType::kBFloat16), 2u);
+  EXPECT_STREQ(to_string(DType::kBFloat16), "bfloat16");
+  EXPECT_THROW(half.as<std::int32_t>(), Error);
+  half.resize({7});  // the dtype stays
+  EXPECT_EQ(half.dtype(), DType::kBFloat16);
+  EXPECT_EQ(half.bytes(), 14u);
+  Tensor view = Tensor::view(ids.raw_data(), {720}, Device{}, DType::kInt32);
+  EXPECT_EQ(view.as<std::int32_t>(), ids.as<std::int32_t>());
+}
+
 TEST(Tensor, NegativeDimensionRefused) { EXPECT_THROW(Tensor({2, -1}, Device{}), Error); }
 
 }  // namespace

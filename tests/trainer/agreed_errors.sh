@@ -31,16 +31,19 @@ agreed 2 "holds model 'mlp:8'.*builds 'mlp:16'" "$TRAINER" --data "$TMP/d.h5" --
   --checkpoint-dir "$TMP/ck" --resume auto
 agreed 2 "is not an HDF5 file" "$MIRROR_EVAL" --checkpoint "$TMP/ck" --data "$TMP/bad.h5"
 
-# One rank alone fails: the job is aborted (exit 1, the failing rank's error, Open MPI's abort), not left to
-# wait for the 300 s timeout (timeout 120 above would turn a hang into exit 124).
+# One rank alone fails: the job is aborted (a non-zero exit, the failing rank's error) within seconds, not left to
+# wait for the 300 s timeout (timeout 120 above would turn a hang into exit 124). Open MPI's abort banner is not
+# asserted: its help-message aggregation sometimes loses it ("Data unpack would read past end of buffer").
 for prog in trainer eval; do
   if [ $prog = trainer ]; then cmd=("$TRAINER" --data "$TMP/d.h5" "${t[@]}"); else
     cmd=("$MIRROR_EVAL" --checkpoint "$TMP/ck" --data "$TMP/d.h5"); fi
   rc=0
+  start=$SECONDS
   out="$(MIRROR_TEST_FAIL_SETUP_RANK=1 timeout 120 "$MPIEXEC" -np 2 $MPIEXEC_FLAGS -x MIRROR_TEST_FAIL_SETUP_RANK \
          "${cmd[@]}" 2>&1)" || rc=$?
+  took=$((SECONDS - start))
   [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 3 ] || fail "$prog: one rank failed: exit $rc: $out"
   grep -q "\[rank 1\] error: test failure of rank 1" <<<"$out" || fail "$prog: rank 1's error missing: $out"
-  grep -q "MPI_ABORT" <<<"$out" || fail "$prog: the job was not aborted: $out"
-  echo "ok: $prog: an error on rank 1 alone aborts the job (exit $rc)"
+  [ "$took" -lt 60 ] || fail "$prog: the job took ${took} s to end, not aborted at once: $out"
+  echo "ok: $prog: an error on rank 1 alone aborts the job (exit $rc, ${took} s)"
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # model_files.sh — JSON model files in the trainer: a model with a residual block (projection shortcut),
 # Flatten and Dropout trains with 2 ranks x batch 8 exactly like 1 rank x batch 16 (dropout masks keyed by
-# sample, not by rank); an interrupted-and-resumed run ends bit-identical to an uninterrupted one; mirror-eval
+# sample, not by rank), and so do graphs (the graph-core issue's example with add and concat, and the same with
+# two layers sharing their weights) with a falling loss; an interrupted-and-resumed run ends bit-identical to an uninterrupted one; mirror-eval
 # and mirror-ckpt rebuild the model from the checkpoint alone; --print-model gives a file that trains; bad
 # model files, a checkpoint of another model and a dataset that cannot feed the model are clear errors.
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -30,6 +31,38 @@ echo "ok: residual + dropout model, 2 ranks x batch 8 == 1 rank x batch 16 after
 # Without the sample ids in the masks this would differ: the comparison can fail (another seed).
 mpi 2 "$TRAINER" "${common[@]}" --batch-size 8 --seed 6 --checkpoint-dir "$TMP/seed6" >/dev/null
 expect_error 1 "DIFFERENT" "$MIRROR_CKPT" diff "$TMP/np1/ckpt-00000060.h5" "$TMP/seed6/ckpt-00000060.h5" --tol 1e-5
+
+# Graphs: branches, add and concat; and the same with b using a's parameters (tied weights).
+cat >"$TMP/graph.json" <<'JSON'
+{"layers": [
+  {"type": "flatten", "name": "flat"},
+  {"type": "linear", "name": "a", "out_features": 64},
+  {"type": "relu", "name": "ra"},
+  {"type": "linear", "name": "b", "inputs": ["flat"], "out_features": 64},
+  {"type": "add", "name": "sum", "inputs": ["ra", "b"]},
+  {"type": "concat", "name": "cat", "inputs": ["sum", "flat"]},
+  {"type": "linear", "name": "out", "out_features": "classes"}
+]}
+JSON
+sed 's/"inputs": \["flat"\], "out_features": 64/"inputs": ["flat"], "out_features": 64, "tied_to": "a"/' \
+  "$TMP/graph.json" >"$TMP/tied.json"
+grep -q tied_to "$TMP/tied.json" || fail "the tied model file was not made"
+for g in graph tied; do
+  gm=(--data "$TMP/d.h5" --model "$TMP/$g.json" --epochs 1000 --max-steps 120 --eval-every 0 --progress off
+      --checkpoint-every 120 --lr 0.01 --momentum 0.9 --seed 5)
+  mpi 1 "$TRAINER" "${gm[@]}" --global-batch-size 16 --checkpoint-dir "$TMP/$g-np1" >"$TMP/$g-np1.out"
+  grep -Eq "sum \(add\) +\[64\] +0  <- ra, b" "$TMP/$g-np1.out" || fail "$g: no wiring in the layer table: $(cat "$TMP/$g-np1.out")"
+  mpi 2 "$TRAINER" "${gm[@]}" --batch-size 8 --checkpoint-dir "$TMP/$g-np2" >/dev/null
+  "$MIRROR_CKPT" diff "$TMP/$g-np1/ckpt-00000120.h5" "$TMP/$g-np2/ckpt-00000120.h5" --tol 1e-5 \
+    || fail "$g: 2 ranks x batch 8 differ from 1 rank x batch 16"
+  /usr/bin/python3 - "$TMP/$g-np1.out" <<'PY' || fail "$g: the loss did not fall: $(cat "$TMP/$g-np1.out")"
+import re, sys
+losses = [float(m) for m in re.findall(r"epoch \d+/\d+ +loss ([0-9.]+)", open(sys.argv[1]).read())]
+sys.exit(0 if len(losses) >= 2 and losses[-1] < 0.9 * losses[0] else 1)
+PY
+  echo "ok: $g model, 2 ranks x batch 8 == 1 rank x batch 16 after 120 steps, loss falling"
+done
+grep -Eq "b \(linear\) +\[64\] +0  <- flat  tied to a" "$TMP/tied-np1.out" || fail "tied: the table does not say b is tied: $(cat "$TMP/tied-np1.out")"
 
 # Resume: cut at step 25 (mid-epoch), resumed, equals the uninterrupted run bit for bit.
 run=(--data "$TMP/d.h5" --model "$TMP/res.json" --epochs 2 --batch-size 16 --eval-every 1 --progress off --seed 3

@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
     ctx.control = control.get();
     ctx.gradients = nccl ? nccl.get() : control.get();
     ctx.local_rank = local_rank;
+    ctx.device = device;
     ctx.out = rank == 0 ? &std::cout : nullptr;
     ctx.stop_requested = &g_stop_requested;
     const train::TrainSummary summary = train::train(config, ctx);

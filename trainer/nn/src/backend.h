@@ -50,6 +50,8 @@ void release(void* p) noexcept;
 void copy_h2d(void* dst, const void* src, std::size_t bytes);
 void copy_d2h(void* dst, const void* src, std::size_t bytes);
 void copy_d2d(void* dst, const void* src, std::size_t bytes);
+void copy_d2d_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
+                   std::size_t rows);
 void synchronize();
 }  // namespace cuda
 #define MIRROR_NN_DISPATCH(device, fn, ...)                                      \

@@ -1,11 +1,12 @@
 // builtin_models.cc — the built-in models as model descriptions (the same vocabulary as JSON model files):
 // keras-cnn (TensorFlow's MirroredStrategy tutorial), cnn-bn, resnet20 (CIFAR-style ResNet-20, He et al.
 // 2016), and mlp:H1,H2,... Each is written here as the JSON a user would write.
+#include <charconv>
 #include <string>
+#include <vector>
 
 #include "mirror/error.h"
 #include "mirror/nn/model_description.h"
-#include "mirror/nn/model_spec.h"
 
 namespace mirror::nn {
 namespace {
@@ -58,10 +59,34 @@ Json resnet20() {
   return {{"layers", layers}};
 }
 
-Json mlp(const ModelSpec& spec) {
+// The hidden sizes of "mlp:H1,H2,...", each in [1, 2^24]; errors name the text and what is expected.
+std::vector<std::int64_t> mlp_hidden_sizes(std::string_view text) {
+  constexpr std::string_view kExpected = "expected mlp:H1,H2,... with hidden sizes in [1, 16777216], e.g. mlp:512,256";
+  const auto colon = text.find(':');
+  MIRROR_CHECK(colon != std::string_view::npos && colon + 1 < text.size(), kInvalidArgument,
+               "model '" << text << "': no hidden sizes (" << kExpected << ")");
+  std::vector<std::int64_t> hidden;
+  std::string_view rest = text.substr(colon + 1);
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    MIRROR_CHECK(!item.empty() && ec == std::errc() && end == item.data() + item.size(), kInvalidArgument,
+                 "model '" << text << "': hidden size '" << item << "' is not a whole number (" << kExpected << ")");
+    MIRROR_CHECK(value >= 1 && value <= (1 << 24), kInvalidArgument,
+                 "model '" << text << "': hidden size " << value << " out of range (" << kExpected << ")");
+    hidden.push_back(value);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return hidden;
+}
+
+Json mlp(const std::vector<std::int64_t>& hidden) {
   Json layers = Json::array();
   int i = 1;
-  for (std::int64_t h : spec.hidden) {
+  for (std::int64_t h : hidden) {
     layers.push_back(linear("fc" + std::to_string(i), h));
     layers.push_back(layer("relu", "relu" + std::to_string(i)));
     ++i;
@@ -69,6 +94,8 @@ Json mlp(const ModelSpec& spec) {
   layers.push_back(linear("fc" + std::to_string(i), "classes"));
   return {{"layers", layers}};
 }
+
+bool names_mlp(std::string_view name) { return name.rfind("mlp:", 0) == 0 || name == "mlp"; }
 
 }  // namespace
 
@@ -85,7 +112,7 @@ const std::vector<BuiltinModel>& builtin_models() {
 ModelDescription builtin_model(std::string_view name) {
   const std::string n(name);
   Json j;
-  if (n.rfind("mlp:", 0) == 0) j = mlp(ModelSpec::parse(n));
+  if (names_mlp(n)) j = mlp(mlp_hidden_sizes(n));
   else if (n == "keras-cnn") j = keras_cnn();
   else if (n == "cnn-bn") j = cnn_bn();
   else if (n == "resnet20") j = resnet20();
@@ -95,6 +122,17 @@ ModelDescription builtin_model(std::string_view name) {
     MIRROR_THROW(kInvalidArgument, "model '" << n << "' is neither a file nor a built-in model (" << names << ")");
   }
   return ModelDescription::parse(j.dump(), "built-in model " + n);
+}
+
+std::string canonical_mlp_name(std::string_view name) {
+  if (!names_mlp(name)) return "";
+  std::string out = "mlp:";
+  const std::vector<std::int64_t> hidden = mlp_hidden_sizes(name);
+  for (std::size_t i = 0; i < hidden.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(hidden[i]);
+  }
+  return out;
 }
 
 }  // namespace mirror::nn

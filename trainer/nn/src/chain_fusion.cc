@@ -11,23 +11,41 @@
 
 namespace mirror::nn::detail {
 
-void fuse_chain(const std::vector<Layer*>& chain) {
-  absorb_relus(chain);
-  hand_normalisations_to_pooling(chain);
-  mask_between_residual_blocks(chain);
+std::vector<FusionNote> fuse_chain(const std::vector<Layer*>& chain) {
+  std::vector<FusionNote> notes;
+  absorb_relus(chain, notes);
+  hand_normalisations_to_pooling(chain, notes);
+  mask_between_residual_blocks(chain, notes);
+  return notes;
 }
 
-void absorb_relus(const std::vector<Layer*>& chain) {
+namespace {
+
+// The layers that can apply a ReLU after them in their own output pass: BatchNorm2d and Residual (CPU).
+bool absorb_following_relu(Layer* layer) {
+  if (auto* bn = dynamic_cast<BatchNorm2d*>(layer)) return bn->absorb_following_relu();
+  if (auto* block = dynamic_cast<Residual*>(layer)) return block->absorb_following_relu();
+  return false;
+}
+
+}  // namespace
+
+void absorb_relus(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
     auto* relu = dynamic_cast<ReLU*>(chain[i]);
-    if (relu != nullptr && !relu->absorbed() && chain[i + 1]->absorb_preceding_relu()) relu->set_absorbed(true);
+    auto* pool = dynamic_cast<Pool2d*>(chain[i + 1]);
+    if (relu != nullptr && !relu->absorbed() && pool != nullptr && pool->absorb_preceding_relu()) {
+      relu->set_absorbed(true);
+      notes.push_back({i, i + 1, "applied after the max by"});
+    }
   }
   // Pooling first: it applies the ReLU to a smaller tensor than the layer before would.
   for (std::size_t i = 1; i < chain.size(); ++i) {
     auto* relu = dynamic_cast<ReLU*>(chain[i]);
-    if (relu != nullptr && !relu->absorbed() && dynamic_cast<ReLU*>(chain[i - 1]) == nullptr &&
-        chain[i - 1]->absorb_following_relu())
+    if (relu != nullptr && !relu->absorbed() && absorb_following_relu(chain[i - 1])) {
       relu->set_absorbed(true);
+      notes.push_back({i, i - 1, "applied in the output pass of"});
+    }
   }
 }
 
@@ -44,7 +62,7 @@ Layer* consumer_of(const std::vector<Layer*>& chain, std::size_t i) {
 
 }  // namespace
 
-void hand_normalisations_to_pooling(const std::vector<Layer*>& chain) {
+void hand_normalisations_to_pooling(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
     auto* bn = dynamic_cast<BatchNorm2d*>(chain[i]);
     // A ReLU between them is the pooling's by now (absorbed before a max pooling); any other one stops the fusion.
@@ -52,12 +70,17 @@ void hand_normalisations_to_pooling(const std::vector<Layer*>& chain) {
     if (pool == nullptr) continue;
     auto hand_over = std::make_shared<NormalisationHandOver>();
     hand_over->pooled_gradient = true;
-    if (pool->take_normalisation(hand_over) && !bn->hand_normalisation_over(hand_over))
+    if (!pool->take_normalisation(hand_over)) continue;
+    if (!bn->hand_normalisation_over(hand_over)) {
       pool->take_normalisation(nullptr);
+      continue;
+    }
+    for (std::size_t p = i + 1; p < chain.size(); ++p)
+      if (chain[p] == pool) notes.push_back({i, p, "normalises as it is read by"});
   }
 }
 
-void mask_between_residual_blocks(const std::vector<Layer*>& chain) {
+void mask_between_residual_blocks(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes) {
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
     auto* first = dynamic_cast<Residual*>(chain[i]);
     if (first == nullptr || !first->applies_relu()) continue;
@@ -65,6 +88,8 @@ void mask_between_residual_blocks(const std::vector<Layer*>& chain) {
     if (second == nullptr) continue;
     second->mask_input_gradient();
     first->gradient_arrives_masked();
+    for (std::size_t p = i + 1; p < chain.size(); ++p)
+      if (chain[p] == second) notes.push_back({i, p, "takes its gradient masked by"});
   }
 }
 

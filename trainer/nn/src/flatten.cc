@@ -13,7 +13,7 @@ Shape Flatten::output_sample_shape(const Shape& input_sample_shape) const { retu
 const Tensor& Flatten::forward(const Tensor& x) {
   MIRROR_CHECK(!x.shape().empty() && x.dim(0) >= 1, kInvalidArgument, "flatten got a batch of shape " << to_string(x.shape()));
   input_shape_ = x.shape();
-  y_ = Tensor::view(const_cast<float*>(x.data()), {x.dim(0), x.numel() / x.dim(0)}, x.device());
+  y_ = Tensor::view(const_cast<void*>(x.raw_data()), {x.dim(0), x.numel() / x.dim(0)}, x.device(), x.dtype());
   return y_;
 }
 
@@ -21,7 +21,7 @@ const Tensor* Flatten::backward(const Tensor& dy, GradMode, bool need_dx, const 
   MIRROR_CHECK(dy.numel() == shape_numel(input_shape_), kInvalidArgument,
                "flatten backward expects " << shape_numel(input_shape_) << " values, got " << to_string(dy.shape()));
   if (!need_dx) return nullptr;
-  dx_ = Tensor::view(const_cast<float*>(dy.data()), input_shape_, dy.device());
+  dx_ = Tensor::view(const_cast<void*>(dy.raw_data()), input_shape_, dy.device(), dy.dtype());
   return &dx_;
 }
 

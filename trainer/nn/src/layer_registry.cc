@@ -92,8 +92,8 @@ const LayerType* find_layer_type(std::string_view type) {
   return nullptr;
 }
 
-std::unique_ptr<Layer> make_layer(const LayerDescription& layer, const Shape& input, Device device,
-                                  std::int64_t classes, const std::string& prefix) {
+std::unique_ptr<Layer> make_layer(const LayerDescription& layer, std::span<const Shape> inputs, Device device,
+                                  std::int64_t classes, const std::string& prefix, bool fusion) {
   const std::string where = "layer '" + prefix + layer.name + "' (" + layer.type + ")";
   const LayerType* type = find_layer_type(layer.type);
   if (!type) {
@@ -106,17 +106,26 @@ std::unique_ptr<Layer> make_layer(const LayerDescription& layer, const Shape& in
                      << "does not have it yet (" << type->summary << ")");
   MIRROR_CHECK(layer.type == "residual" || (layer.body.empty() && layer.shortcut.empty()), kInvalidArgument,
                where << ": only a residual layer has a body or a shortcut");
+  MIRROR_CHECK(!inputs.empty(), kInternal, where << ": built without an input shape");
   LayerSettings settings(layer, where);
   std::unique_ptr<Layer> built;
+  std::string shapes;
+  for (const Shape& s : inputs) shapes += (shapes.empty() ? "" : " and ") + to_string(s);
   try {
-    built = type->factory(LayerArgs{layer, settings, input, device, classes});
+    built = type->factory(
+        LayerArgs{layer, settings, inputs[0], device, classes, std::vector<Shape>(inputs.begin(), inputs.end()), fusion});
     settings.check_all_used();
-    built->output_sample_shape(input);  // the layer's own check of its input
+    built->output_sample_shape_of(inputs);  // the layer's own check of its inputs
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidArgument || e.message().rfind("layer '", 0) == 0) throw;
-    MIRROR_THROW(kInvalidArgument, where << " with input samples of shape " << to_string(input) << ": " << e.message());
+    MIRROR_THROW(kInvalidArgument, where << " with input samples of shape " << shapes << ": " << e.message());
   }
   return built;
+}
+
+std::unique_ptr<Layer> make_layer(const LayerDescription& layer, const Shape& input, Device device,
+                                  std::int64_t classes, const std::string& prefix, bool fusion) {
+  return make_layer(layer, std::span<const Shape>(&input, 1), device, classes, prefix, fusion);
 }
 
 }  // namespace mirror::nn

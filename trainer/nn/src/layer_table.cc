@@ -3,8 +3,10 @@
 // would be a type of the model vocabulary (docs/model-format.md) whose layer is not in this build: a model
 // that uses one is refused with a message that says so.
 #include "mirror/nn/activation.h"
+#include "mirror/nn/add.h"
 #include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/batch_norm2d.h"
+#include "mirror/nn/concat.h"
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/dropout.h"
 #include "mirror/nn/flatten.h"
@@ -28,6 +30,8 @@ const std::vector<LayerType>& layer_types() {
       {"avgpool2d", &AvgPool2d::create, "average pooling, padded zeros counted: kernel, stride (= kernel), padding"},
       {"global_avgpool", &GlobalAvgPool2d::create, "mean over H and W: [C, H, W] -> [C]"},
       {"batchnorm2d", &BatchNorm2d::create, "batch normalisation per channel (SyncBN over ranks): momentum, eps"},
+      {"add", &Add::create, "merge: the elementwise sum of two or more inputs of one shape"},
+      {"concat", &Concat::create, "merge: two or more inputs joined along the feature axis (F, C of [C,H,W], last of [T,C])"},
   };
   return table;
 }

@@ -1,6 +1,6 @@
-// model.cc — mirror/nn/model.h: builds the layer chain from the spec, lays the parameters out in one
-// flat buffer (and the gradients in another, same layout) and the layers' buffers in a third, runs forward
-// and backward through the layers.
+// model.cc — mirror/nn/model.h: takes a graph of nodes (or a chain of layers), lays the parameters out in one flat buffer (and the gradients in another, same layout) and the layers' buffers in a
+// third, runs forward through the nodes in order and backward in reverse, summing the gradients of outputs
+// used more than once and of parameters used by two nodes.
 #include "mirror/nn/model.h"
 
 #include <algorithm>
@@ -9,32 +9,26 @@
 #include "init.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
-#include "mirror/nn/activation.h"
-#include "mirror/nn/linear.h"
 #include "mirror/nn/ops.h"
 
 namespace mirror::nn {
 
-namespace {
-// The one place that turns a spec into layers; a new model kind adds a branch here.
-void build_layers(const ModelSpec& spec, std::int64_t in, std::int64_t classes, Device device,
-                  std::vector<std::unique_ptr<Layer>>& layers, std::vector<std::string>& names) {
-  MIRROR_CHECK(spec.kind == "mlp", kInvalidArgument, "model kind '" << spec.kind << "' is not supported");
-  std::int64_t width = in;
-  int index = 1;
-  for (std::int64_t h : spec.hidden) {
-    MIRROR_CHECK(h >= 1, kInvalidArgument, "model '" << spec.to_string() << "': hidden size " << h << " < 1");
-    layers.push_back(std::make_unique<Linear>(width, h, device));
-    names.push_back("fc" + std::to_string(index));
-    layers.push_back(std::make_unique<ReLU>(device));
-    names.push_back("relu" + std::to_string(index));
-    width = h;
-    ++index;
-  }
-  layers.push_back(std::make_unique<Linear>(width, classes, device));
-  names.push_back("fc" + std::to_string(index));
-}
-}  // namespace
+
+struct Model::Node {
+  std::vector<std::ptrdiff_t> inputs;  // node indices, or GraphNode::kModelInput
+  std::ptrdiff_t tied_to = GraphNode::kOwnParameters;
+  std::vector<std::unique_ptr<detail::LayoutBridge>> bridges;  // one per input: NCHW unless the layer takes blocked
+  std::size_t uses = 0;     // inputs of later nodes that take this node's output, plus 1 for the model's output
+  bool needs_grad = false;  // this node or one it depends on has parameters: gradients must reach it
+  // A tied node: for each of its parameters, the owner's global parameter index and where its own use's
+  // gradient goes in tied_grads_ (floats).
+  std::vector<std::size_t> owner_params;
+  std::vector<std::int64_t> tied_grad_offsets;
+  // Backward: the gradient of this node's output (a consumer's dx, or dy_sum when several consumers gave one).
+  const Tensor* dy = nullptr;
+  std::unique_ptr<Tensor> dy_sum;
+  bool summing = false;
+};
 
 Shape model_sample_shape(const Shape& sample_shape) {
   MIRROR_CHECK(!sample_shape.empty() && sample_shape.size() <= 3, kInvalidArgument,
@@ -46,56 +40,162 @@ Shape model_sample_shape(const Shape& sample_shape) {
   return sample_shape;
 }
 
-Model::Model(const ModelSpec& spec, Shape input_sample_shape, std::int64_t num_classes, Device device)
-    : spec_(spec), description_(spec.to_string()), input_shape_(model_sample_shape(input_sample_shape)),
-      classes_(num_classes), device_(device), params_(device, 0), grads_(device, 0), buffers_(device, 0) {
-  MIRROR_CHECK(num_classes >= 2, kInvalidArgument, "model needs at least 2 classes, got " << num_classes);
-  build_layers(spec_, shape_numel(input_shape_), classes_, device_, layers_, layer_names_);
-  lay_out();
+namespace {
+ModelGraph chain_graph(std::vector<NamedLayer> layers, Shape input_sample_shape, std::int64_t num_classes,
+                       Device device, std::string description) {
+  ModelGraph graph{{}, layers.empty() ? 0 : layers.size() - 1, std::move(input_sample_shape), num_classes, device,
+                   std::move(description), true};
+  for (NamedLayer& l : layers) graph.nodes.push_back({std::move(l.name), std::move(l.layer)});
+  return graph;
+}
+}  // namespace
+
+std::int64_t ModelGraph::num_parameters() const {
+  std::int64_t total = 0;
+  for (const GraphNode& n : nodes)
+    if (n.layer && n.tied_to == GraphNode::kOwnParameters)
+      for (const ParamSpec& p : n.layer->parameter_specs()) total += shape_numel(p.shape);
+  return total;
 }
 
 Model::Model(std::vector<NamedLayer> layers, Shape input_sample_shape, std::int64_t num_classes, Device device,
              std::string description)
-    : description_(std::move(description)), input_shape_(model_sample_shape(input_sample_shape)),
-      classes_(num_classes), device_(device), params_(device, 0), grads_(device, 0), buffers_(device, 0) {
-  MIRROR_CHECK(num_classes >= 2, kInvalidArgument, "model needs at least 2 classes, got " << num_classes);
-  MIRROR_CHECK(!layers.empty(), kInvalidArgument, "model '" << description_ << "' has no layers");
-  for (NamedLayer& l : layers) {
-    MIRROR_CHECK(l.layer != nullptr, kInvalidArgument, "model '" << description_ << "': layer " << l.name << " is null");
-    layer_names_.push_back(std::move(l.name));
-    layers_.push_back(std::move(l.layer));
+    : Model(chain_graph(std::move(layers), std::move(input_sample_shape), num_classes, device, std::move(description))) {}
+
+Model::Model(ModelGraph graph, ModelMemory memory)
+    : description_(std::move(graph.description)), input_shape_(model_sample_shape(graph.input_sample_shape)),
+      classes_(graph.num_classes), device_(graph.device), output_(graph.output), fusion_(graph.fusion),
+      params_(graph.device, 0),
+      grads_(graph.device, 0), buffers_(graph.device, 0) {
+  MIRROR_CHECK(classes_ >= 2, kInvalidArgument, "model needs at least 2 classes, got " << classes_);
+  MIRROR_CHECK(!graph.nodes.empty(), kInvalidArgument, "model '" << description_ << "' has no layers");
+  MIRROR_CHECK(output_ < graph.nodes.size(), kInvalidArgument,
+               "model '" << description_ << "': output node " << output_ << " of " << graph.nodes.size());
+  std::vector<std::vector<std::ptrdiff_t>> inputs;
+  std::vector<std::ptrdiff_t> tied_to;
+  for (GraphNode& n : graph.nodes) {
+    MIRROR_CHECK(n.layer != nullptr, kInvalidArgument, "model '" << description_ << "': layer " << n.name << " is null");
+    layer_names_.push_back(std::move(n.name));
+    layers_.push_back(std::move(n.layer));
+    inputs.push_back(std::move(n.inputs));
+    tied_to.push_back(n.tied_to);
   }
-  lay_out();
+  wire(std::move(inputs), tied_to);
+  lay_out(memory);
 }
 
-void Model::lay_out() {
-  Shape shape = input_shape_;
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    shape = layers_[l]->output_sample_shape(shape);
-    output_shapes_.push_back(shape);
-    first_param_.push_back(infos_.size());
-    for (const ParamSpec& p : layers_[l]->parameter_specs()) {
-      const std::int64_t n = shape_numel(p.shape);
-      infos_.push_back({layer_names_[l] + "." + p.name, p.shape, total_, n, p.normalization});
-      total_ += n;
+void Model::wire(std::vector<std::vector<std::ptrdiff_t>> inputs, std::vector<std::ptrdiff_t> tied_to) {
+  nodes_.resize(layers_.size());
+  for (std::size_t n = 0; n < layers_.size(); ++n) {
+    Node& node = nodes_[n];
+    node.inputs = inputs[n].empty() ? std::vector<std::ptrdiff_t>{static_cast<std::ptrdiff_t>(n) - 1} : inputs[n];
+    if (n == 0 && inputs[n].empty()) node.inputs = {GraphNode::kModelInput};
+    for (std::ptrdiff_t in : node.inputs) {
+      MIRROR_CHECK(in == GraphNode::kModelInput || (in >= 0 && static_cast<std::size_t>(in) < n), kInvalidArgument,
+                   "model '" << description_ << "': layer '" << layer_names_[n] << "' takes input " << in
+                             << ", which is not an earlier layer");
+      if (in >= 0) ++nodes_[in].uses;
+      node.bridges.push_back(std::make_unique<detail::LayoutBridge>());
     }
+    node.tied_to = tied_to[n];
+    MIRROR_CHECK(node.tied_to == GraphNode::kOwnParameters ||
+                     (node.tied_to >= 0 && static_cast<std::size_t>(node.tied_to) < n),
+                 kInvalidArgument, "model '" << description_ << "': layer '" << layer_names_[n]
+                                             << "' is tied to " << node.tied_to << ", which is not an earlier layer");
+    node.dy_sum = std::make_unique<Tensor>(Shape{0}, device_);
   }
-  MIRROR_CHECK(shape_numel(shape) == classes_, kInvalidArgument,
-               "model '" << description_ << "' ends in samples of shape " << to_string(shape) << ", not the "
-                         << classes_ << " class scores its data needs");
-  first_param_.push_back(infos_.size());
-  std::vector<Layer*> chain;
-  for (auto& layer : layers_) chain.push_back(layer.get());
-  detail::fuse_chain(chain);
-  for (std::size_t l = 0; l <= layers_.size(); ++l) bridges_.push_back(std::make_unique<detail::LayoutBridge>());
-  for (std::size_t l = 0; l < layers_.size(); ++l)
-    layers_[l]->set_blocked_output(l + 1 < layers_.size() && layers_[l + 1]->accepts_blocked());
+  ++nodes_[output_].uses;
+  output_bridge_ = std::make_unique<detail::LayoutBridge>();
+  tied_grads_ = DeviceBuffer(device_, 0);
+}
 
-  params_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
-  grads_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
+const std::vector<std::ptrdiff_t>& Model::layer_inputs(std::size_t i) const { return nodes_.at(i).inputs; }
+
+std::ptrdiff_t Model::layer_tied_to(std::size_t i) const { return nodes_.at(i).tied_to; }
+
+void Model::lay_out(const ModelMemory& memory) {
+  for (std::size_t n = 0; n < layers_.size(); ++n) {
+    std::vector<Shape> in;
+    for (std::ptrdiff_t i : nodes_[n].inputs) in.push_back(i == GraphNode::kModelInput ? input_shape_ : output_shapes_[i]);
+    try {
+      output_shapes_.push_back(layers_[n]->output_sample_shape_of(in));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidArgument || e.message().rfind("layer '", 0) == 0) throw;
+      MIRROR_THROW(kInvalidArgument, "layer '" << layer_names_[n] << "' (" << layers_[n]->kind() << "): " << e.message());
+    }
+    first_param_.push_back(infos_.size());
+    lay_out_parameters(n);
+    bool needs_grad = first_param_[n] < infos_.size() || nodes_[n].tied_to != GraphNode::kOwnParameters;
+    for (std::ptrdiff_t i : nodes_[n].inputs) needs_grad = needs_grad || (i >= 0 && nodes_[i].needs_grad);
+    nodes_[n].needs_grad = needs_grad;
+  }
+  const Shape& out = output_shapes_[output_];
+  MIRROR_CHECK(shape_numel(out) == classes_ || (!out.empty() && out.back() == classes_), kInvalidArgument,
+               "model '" << description_ << "' ends in samples of shape " << to_string(out) << ", not the "
+                         << classes_ << " class scores its data needs (per sample, or per position on the last axis)");
+  first_param_.push_back(infos_.size());
+  fuse_and_allow_blocked();
+
+  place_flat_buffers(memory);
+  std::int64_t tied = 0;
+  for (const Node& node : nodes_)
+    for (std::size_t k = 0; k < node.owner_params.size(); ++k) tied += infos_[node.owner_params[k]].numel;
+  tied_grads_.reserve(static_cast<std::size_t>(tied) * sizeof(float));
   bind_layers();
   zero_grad();
   lay_out_buffers();
+}
+
+void Model::lay_out_parameters(std::size_t n) {
+  Node& node = nodes_[n];
+  if (node.tied_to == GraphNode::kOwnParameters) {
+    for (const ParamSpec& p : layers_[n]->parameter_specs()) {
+      const std::int64_t numel = shape_numel(p.shape);
+      infos_.push_back({layer_names_[n] + "." + p.name, p.shape, total_, numel, p.normalization});
+      total_ += numel;
+    }
+    return;
+  }
+  const std::size_t owner = static_cast<std::size_t>(node.tied_to);
+  std::int64_t offset = 0;
+  for (const Node& earlier : nodes_)
+    for (std::size_t k = 0; k < earlier.owner_params.size(); ++k) offset += infos_[earlier.owner_params[k]].numel;
+  for (const ParamSpec& p : layers_[n]->parameter_specs()) {
+    const std::string name = layer_names_[owner] + "." + p.name;
+    std::size_t found = first_param_[owner];
+    while (found < first_param_[owner + 1] && infos_[found].name != name) ++found;
+    MIRROR_CHECK(found < first_param_[owner + 1] && infos_[found].shape == p.shape, kInvalidArgument,
+                 "layer '" << layer_names_[n] << "' (" << layers_[n]->kind() << ") is tied to '" << layer_names_[owner]
+                           << "' but its parameter '" << p.name << "' " << to_string(p.shape)
+                           << (found < first_param_[owner + 1] ? " has another shape there: " + to_string(infos_[found].shape)
+                                                               : " is not one of that layer's"));
+    node.owner_params.push_back(found);
+    node.tied_grad_offsets.push_back(offset);
+    offset += infos_[found].numel;
+  }
+}
+
+void Model::fuse_and_allow_blocked() {
+  // A plain link: node n + 1 takes node n's output alone, and nothing else does. Runs of plain links are chains,
+  // where the chain fusions apply and blocked tensors may pass between neighbours.
+  auto plain_link = [&](std::size_t n) {
+    return n + 1 < nodes_.size() && nodes_[n].uses == 1 && n != output_ &&
+           nodes_[n + 1].inputs == std::vector<std::ptrdiff_t>{static_cast<std::ptrdiff_t>(n)};
+  };
+  fusion_notes_.assign(layers_.size(), "");
+  std::vector<Layer*> run;
+  std::size_t run_start = 0;
+  for (std::size_t n = 0; n < layers_.size(); ++n) {
+    if (run.empty()) run_start = n;
+    run.push_back(layers_[n].get());
+    if (plain_link(n)) continue;
+    if (fusion_)
+      for (const detail::FusionNote& note : detail::fuse_chain(run))
+        fusion_notes_[run_start + note.layer] = note.what + " " + layer_names_[run_start + note.partner];
+    run.clear();
+  }
+  for (std::size_t n = 0; n < layers_.size(); ++n)
+    layers_[n]->set_blocked_output(plain_link(n) && layers_[n + 1]->accepts_blocked());
 }
 
 void Model::lay_out_buffers() {
@@ -133,33 +233,33 @@ void Model::buffers_from_host(std::span<const float> host) {
 }
 
 void Model::bind_layers() {
+  float* tied_grads = static_cast<float*>(tied_grads_.data());
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     std::vector<ParamBinding> bindings;
     for (std::size_t i = first_param_[l]; i < first_param_[l + 1]; ++i)
       bindings.push_back({params() + infos_[i].offset, grads() + infos_[i].offset});
-    layers_[l]->bind_parameters(bindings);
+    const Node& node = nodes_[l];
+    for (std::size_t k = 0; k < node.owner_params.size(); ++k)
+      bindings.push_back({params() + infos_[node.owner_params[k]].offset, tied_grads + node.tied_grad_offsets[k]});
+    if (!bindings.empty()) layers_[l]->bind_parameters(bindings);
   }
 }
 
-void Model::use_gradient_memory(float* memory) { adopt_memory(grad_memory_, grads(), memory, "use_gradient_memory"); }
-
-void Model::use_parameter_memory(float* memory) {
-  adopt_memory(param_memory_, params(), memory, "use_parameter_memory");
+void Model::place_flat_buffers(const ModelMemory& memory) {
+  const bool external = memory.parameters || memory.gradients;
+  MIRROR_CHECK(!external || device_.is_cpu(), kInvalidArgument,
+               "model '" << description_ << "': host memory given for a model on " << to_string(device_));
+  params_data_ = memory.parameters ? memory.parameters(total_) : nullptr;
+  grads_data_ = memory.gradients ? memory.gradients(total_) : nullptr;
+  if (!params_data_) {
+    params_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
+    params_data_ = static_cast<float*>(params_.data());
+  }
+  if (!grads_data_) {
+    grads_.reserve(static_cast<std::size_t>(total_) * sizeof(float));
+    grads_data_ = static_cast<float*>(grads_.data());
+  }
 }
-
-void Model::adopt_memory(float*& slot, const float* current, float* memory, const char* what) {
-  MIRROR_CHECK(!device_.is_cuda(), kInvalidArgument, what << ": host memory for a CUDA model");
-  MIRROR_CHECK(memory != nullptr, kInvalidArgument, what << ": null memory");
-  std::copy(current, current + total_, memory);
-  slot = memory;
-  bind_layers();
-}
-
-Model::Model(std::string_view spec, Shape input_sample_shape, std::int64_t num_classes, Device device)
-    : Model(ModelSpec::parse(spec), std::move(input_sample_shape), num_classes, device) {}
-
-Model::Model(std::string_view spec, std::int64_t input_features, std::int64_t num_classes, Device device)
-    : Model(ModelSpec::parse(spec), Shape{input_features}, num_classes, device) {}
 
 Model::~Model() = default;
 
@@ -219,28 +319,84 @@ const Tensor& Model::forward(const Tensor& x, const ForwardContext& context) {
                                                         << x.dim(0));
   batch_ = x.dim(0);
   context_ = context;
-  const Tensor* h = &x;
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l]->set_forward_context(&context_);
-    h = &layers_[l]->forward(bridges_[l]->input(*h, layers_[l]->accepts_blocked()));
+  std::vector<const Tensor*> outputs(layers_.size(), nullptr), xs;
+  for (std::size_t n = 0; n < layers_.size(); ++n) {
+    Node& node = nodes_[n];
+    xs.clear();
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const Tensor& in = node.inputs[k] == GraphNode::kModelInput ? x : *outputs[node.inputs[k]];
+      xs.push_back(&node.bridges[k]->input(in, layers_[n]->accepts_blocked()));
+    }
+    layers_[n]->set_forward_context(&context_);
+    outputs[n] = &layers_[n]->forward_inputs(xs);
   }
-  return bridges_.back()->input(*h, false);
+  return output_bridge_->input(*outputs[output_], false);
+}
+
+void Model::deliver(std::size_t n, const Tensor* dx) {
+  Node& node = nodes_[n];
+  MIRROR_CHECK(dx != nullptr, kInternal, "model backward: layer '" << layer_names_[n] << "' got no gradient from a consumer");
+  if (node.dy == nullptr) {
+    node.dy = dx;
+    return;
+  }
+  MIRROR_CHECK(dx->shape() == node.dy->shape() && dx->layout() == node.dy->layout(), kInternal,
+               "model backward: gradients for layer '" << layer_names_[n] << "' of shapes " << to_string(node.dy->shape())
+                                                       << " and " << to_string(dx->shape()));
+  Tensor& sum = *node.dy_sum;
+  if (!node.summing) {
+    sum.resize(node.dy->shape());
+    copy_device_to_device(device_, sum.data(), node.dy->data(), static_cast<std::size_t>(sum.numel()) * sizeof(float));
+    if (node.dy->blocked()) sum.set_layout(node.dy->layout());
+    node.summing = true;
+    node.dy = &sum;
+  }
+  ops::axpy(device_, sum.numel(), 1.0f, dx->data(), sum.data());
+}
+
+LayerGradReady Model::ready_callback(std::size_t n, const GradReadyFn& on_grad_ready) {
+  return [this, n, &on_grad_ready](std::size_t local) {
+    const std::size_t global = first_param_[n] + local;
+    const float* tied_grads = static_cast<const float*>(tied_grads_.data());
+    for (std::size_t user = n + 1; user < nodes_.size(); ++user)
+      for (std::size_t k = 0; k < nodes_[user].owner_params.size(); ++k)
+        if (nodes_[user].owner_params[k] == global)
+          ops::axpy(device_, infos_[global].numel, 1.0f, tied_grads + nodes_[user].tied_grad_offsets[k],
+                    grads() + infos_[global].offset);
+    if (on_grad_ready) on_grad_ready(global);
+  };
 }
 
 void Model::backward(const Tensor& dlogits, GradMode mode, const GradReadyFn& on_grad_ready) {
   MIRROR_CHECK(batch_ >= 1, kInvalidArgument, "model backward called before forward");
-  MIRROR_CHECK(dlogits.device() == device_ && dlogits.numel() == batch_ * classes_, kInvalidArgument,
-               "model backward expects dlogits [" << batch_ << ", " << classes_ << "] on " << to_string(device_)
+  const std::int64_t per_sample = shape_numel(output_shapes_[output_]);
+  MIRROR_CHECK(dlogits.device() == device_ && dlogits.numel() == batch_ * per_sample, kInvalidArgument,
+               "model backward expects dlogits of " << batch_ << " x " << to_string(output_shapes_[output_]) << " on "
+                                                    << to_string(device_)
                                                   << ", got " << to_string(dlogits.shape()) << " on "
                                                   << to_string(dlogits.device()));
-  const Tensor* dy = bridges_.back()->gradient(&dlogits);
-  for (std::size_t l = layers_.size(); l-- > 0;) {
-    const bool need_dx = first_param_[l] > 0;  // some earlier layer has parameters
-    const std::size_t base = first_param_[l];
-    LayerGradReady ready;
-    if (on_grad_ready) ready = [&](std::size_t local) { on_grad_ready(base + local); };
-    dy = bridges_[l]->gradient(layers_[l]->backward(*dy, mode, need_dx, ready));
-    if (!need_dx) break;
+  for (Node& node : nodes_) {
+    node.dy = nullptr;
+    node.summing = false;
+  }
+  deliver(output_, output_bridge_->gradient(&dlogits));
+  for (std::size_t n = layers_.size(); n-- > 0;) {
+    Node& node = nodes_[n];
+    if (node.dy == nullptr) continue;  // no node after it needs gradients, and it has no parameters
+    bool need_dx = false;
+    for (std::ptrdiff_t in : node.inputs) need_dx = need_dx || (in >= 0 && nodes_[in].needs_grad);
+    const bool tied = node.tied_to != GraphNode::kOwnParameters;
+    // A tied node's use of its owner's parameters: its own gradient, added to the owner's in ready_callback.
+    std::vector<const Tensor*> dxs = layers_[n]->backward_inputs(*node.dy, tied ? GradMode::kOverwrite : mode, need_dx,
+                                                                 tied ? LayerGradReady{} : ready_callback(n, on_grad_ready));
+    if (!need_dx) continue;
+    MIRROR_CHECK(dxs.size() == node.inputs.size(), kInternal,
+                 "layer '" << layer_names_[n] << "' gave " << dxs.size() << " input gradients for " << node.inputs.size()
+                           << " inputs");
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+      const std::ptrdiff_t in = node.inputs[k];
+      if (in >= 0 && nodes_[in].needs_grad) deliver(static_cast<std::size_t>(in), node.bridges[k]->gradient(dxs[k]));
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // model_description.cc — mirror/nn/model_description.h: JSON model files read and written, names filled in,
-// and what a --model value names (a file, JSON text or a built-in: builtin_models.cc).
+// the graph's wiring checked (inputs, output, tied layers), and what a --model value names (a file, JSON text
+// or a built-in: builtin_models.cc).
 #include "mirror/nn/model_description.h"
 
 #include <cctype>
@@ -23,9 +24,31 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
-std::vector<LayerDescription> parse_list(const Json& list, const std::string& where);
+std::vector<LayerDescription> parse_list(const Json& list, const std::string& where, bool top_level);
 
-LayerDescription parse_layer(const Json& j, const std::string& where) {
+// "inputs": a non-empty list of names; "tied_to": a name. Both only at the top level (the graph's nodes).
+void parse_wiring(const Json& j, const std::string& where, bool top_level, LayerDescription& d) {
+  for (const char* key : {"inputs", "tied_to"})
+    MIRROR_CHECK(!j.contains(key) || top_level, kInvalidArgument,
+                 where << ": \"" << key << "\" is for the model's own layers, not for the layers inside a residual block");
+  if (j.contains("inputs")) {
+    const Json& inputs = j["inputs"];
+    MIRROR_CHECK(inputs.is_array() && !inputs.empty(), kInvalidArgument,
+                 where << ": \"inputs\" must be a non-empty list of layer names, got " << inputs.dump());
+    for (const Json& name : inputs) {
+      MIRROR_CHECK(name.is_string(), kInvalidArgument,
+                   where << ": \"inputs\" must list layer names (strings), got " << name.dump());
+      d.inputs.push_back(name.get<std::string>());
+    }
+  }
+  if (j.contains("tied_to")) {
+    MIRROR_CHECK(j["tied_to"].is_string() && !j["tied_to"].get<std::string>().empty(), kInvalidArgument,
+                 where << ": \"tied_to\" must name a layer, got " << j["tied_to"].dump());
+    d.tied_to = j["tied_to"].get<std::string>();
+  }
+}
+
+LayerDescription parse_layer(const Json& j, const std::string& where, bool top_level) {
   MIRROR_CHECK(j.is_object(), kInvalidArgument, where << " must be an object {\"type\": ...}, got " << j.dump());
   MIRROR_CHECK(j.contains("type") && j["type"].is_string(), kInvalidArgument,
                where << " has no \"type\" string: " << j.dump());
@@ -50,20 +73,25 @@ LayerDescription parse_layer(const Json& j, const std::string& where) {
   if (residual) {
     MIRROR_CHECK(j.contains("body") && !j["body"].empty(), kInvalidArgument,
                  where << " (residual): \"body\" must list at least one layer");
-    d.body = parse_list(j["body"], where + ".body");
-    if (j.contains("shortcut")) d.shortcut = parse_list(j["shortcut"], where + ".shortcut");
+    d.body = parse_list(j["body"], where + ".body", false);
+    if (j.contains("shortcut")) d.shortcut = parse_list(j["shortcut"], where + ".shortcut", false);
   }
+  parse_wiring(j, where, top_level, d);
   for (const auto& [key, value] : j.items())
-    if (key != "type" && key != "name" && key != "body" && key != "shortcut") d.settings[key] = value;
+    if (key != "type" && key != "name" && key != "body" && key != "shortcut" && key != "inputs" && key != "tied_to")
+      d.settings[key] = value;
   return d;
 }
 
 // Parses a list and names its unnamed layers type + count of that type so far ("conv2d1", "relu2").
-std::vector<LayerDescription> parse_list(const Json& list, const std::string& where) {
+std::vector<LayerDescription> parse_list(const Json& list, const std::string& where, bool top_level) {
   std::vector<LayerDescription> out;
   std::map<std::string, int> count;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    LayerDescription d = parse_layer(list[i], where + "[" + std::to_string(i) + "]");
+    LayerDescription d = parse_layer(list[i], where + "[" + std::to_string(i) + "]", top_level);
+    MIRROR_CHECK(!top_level || d.name != kModelInputName, kInvalidArgument,
+                 where << "[" << i << "]: the name '" << kModelInputName << "' stands for the model's input; "
+                       << "choose another");
     const int n = ++count[d.type];
     if (d.name.empty()) d.name = d.type + std::to_string(n);
     out.push_back(std::move(d));
@@ -88,6 +116,8 @@ Json layer_json(const LayerDescription& d) {
   Json j;
   j["type"] = d.type;
   j["name"] = d.name;
+  if (!d.inputs.empty()) j["inputs"] = d.inputs;
+  if (!d.tied_to.empty()) j["tied_to"] = d.tied_to;
   for (const auto& [key, value] : d.settings.items()) j[key] = value;
   if (d.type == "residual") {
     j["body"] = list_json(d.body);
@@ -96,7 +126,53 @@ Json layer_json(const LayerDescription& d) {
   return j;
 }
 
+// The index of layer `name` in `layers`, or -1.
+std::ptrdiff_t index_of(const std::vector<LayerDescription>& layers, const std::string& name) {
+  for (std::size_t k = 0; k < layers.size(); ++k)
+    if (layers[k].name == name) return static_cast<std::ptrdiff_t>(k);
+  return -1;
+}
+
+// An earlier layer named by layer i's `key` ("inputs", "tied_to"): its index; errors name both layers.
+std::size_t earlier_layer(const std::vector<LayerDescription>& layers, std::size_t i, const std::string& name,
+                          const char* key, const std::string& where) {
+  const std::string at = where + ": layers[" + std::to_string(i) + "] '" + layers[i].name + "'";
+  const std::ptrdiff_t k = index_of(layers, name);
+  MIRROR_CHECK(k >= 0, kInvalidArgument, at << ": \"" << key << "\" names '" << name << "', which is no layer of the model"
+                                            << (std::string(key) == "inputs" ? " (nor \"input\", the model's input)" : ""));
+  MIRROR_CHECK(static_cast<std::size_t>(k) < i, kInvalidArgument,
+               at << ": \"" << key << "\" names '" << name << "' (layers[" << k << "]), which is not an earlier layer; "
+                  << "a layer takes only earlier layers, so the graph has no cycles");
+  return static_cast<std::size_t>(k);
+}
+
+// Inputs and tied layers name earlier layers, the output names a layer, and every layer's output is used by a
+// later layer or is the model's output.
+void check_wiring(const ModelDescription& m, const std::string& where) {
+  const auto& layers = m.layers;
+  const std::size_t out = m.output_index();
+  std::vector<bool> used(layers.size(), false);
+  used[out] = true;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].inputs.empty() && i > 0) used[i - 1] = true;
+    for (const std::string& name : layers[i].inputs)
+      if (name != kModelInputName) used[earlier_layer(layers, i, name, "inputs", where)] = true;
+    if (!layers[i].tied_to.empty()) earlier_layer(layers, i, layers[i].tied_to, "tied_to", where);
+  }
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    MIRROR_CHECK(used[i], kInvalidArgument,
+                 where << ": layers[" << i << "] '" << layers[i].name << "' is unused: no later layer takes its output "
+                       << "and it is not the model's output (\"output\": '" << layers[out].name << "')");
+}
+
 }  // namespace
+
+std::size_t ModelDescription::output_index() const {
+  if (output.empty()) return layers.size() - 1;
+  const std::ptrdiff_t k = index_of(layers, output);
+  MIRROR_CHECK(k >= 0, kInvalidArgument, "the model's \"output\" names '" << output << "', which is no layer of the model");
+  return static_cast<std::size_t>(k);
+}
 
 ModelDescription ModelDescription::parse(std::string_view json_text, std::string_view where) {
   Json j;
@@ -108,15 +184,24 @@ ModelDescription ModelDescription::parse(std::string_view json_text, std::string
   MIRROR_CHECK(j.is_object() && j.contains("layers") && j["layers"].is_array() && !j["layers"].empty(),
                kInvalidArgument, where << ": a model is an object {\"layers\": [...]} with at least one layer");
   for (const auto& [key, value] : j.items())
-    MIRROR_CHECK(key == "layers", kInvalidArgument, where << ": unknown top-level key \"" << key << "\" (only \"layers\")");
+    MIRROR_CHECK(key == "layers" || key == "output", kInvalidArgument,
+                 where << ": unknown top-level key \"" << key << "\" (only \"layers\" and \"output\")");
   ModelDescription m;
-  m.layers = parse_list(j["layers"], std::string(where) + ": layers");
+  m.layers = parse_list(j["layers"], std::string(where) + ": layers", true);
+  if (j.contains("output")) {
+    MIRROR_CHECK(j["output"].is_string(), kInvalidArgument, where << ": \"output\" must name a layer, got " << j["output"].dump());
+    m.output = j["output"].get<std::string>();
+    MIRROR_CHECK(index_of(m.layers, m.output) >= 0, kInvalidArgument,
+                 where << ": \"output\" names '" << m.output << "', which is no layer of the model");
+  }
+  check_wiring(m, std::string(where));
   return m;
 }
 
 std::string ModelDescription::to_json(int indent) const {
   Json j;
   j["layers"] = list_json(layers);
+  if (!output.empty()) j["output"] = output;
   return j.dump(indent);
 }
 

@@ -22,7 +22,7 @@ std::vector<NamedLayer> build_chain(const std::vector<LayerDescription>& layers,
                                     const std::string& prefix) {
   std::vector<NamedLayer> chain;
   for (const LayerDescription& d : layers) {
-    auto layer = make_layer(d, shape, args.device, args.classes, prefix);
+    auto layer = make_layer(d, shape, args.device, args.classes, prefix, args.fusion);
     shape = layer->output_sample_shape(shape);
     chain.push_back({d.name, std::move(layer)});
   }
@@ -45,8 +45,7 @@ void add_relu_cpu(const float* __restrict a, const float* __restrict b, float* _
 }
 
 // out = [x > 0] · (a + b) over n floats (CPU; ops' relu_backward of add_cpu's sum, masked by x): the select as
-// bits (the sum's where x > 0, +0 else), which GCC vectorises where it turned the select into a branch (4x slower
-// in perf).
+// bits (the sum's where x > 0, +0 else), which GCC vectorises; written as a select it becomes a branch.
 void add_masked_cpu(const float* __restrict a, const float* __restrict b, const float* __restrict x,
                     float* __restrict out, std::int64_t n) {
 #pragma omp simd
@@ -99,7 +98,7 @@ void Residual::allow_blocked(std::vector<Child>& chain, bool last) {
 }
 
 Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcut, Shape input, Device device,
-                   const std::string& name)
+                   const std::string& name, bool fusion)
     : input_(std::move(input)), device_(device), y_({0}, device), dx_({0}, device) {
   MIRROR_CHECK(!body.empty(), kInvalidArgument, "residual block '" << name << "' has an empty body");
   Shape body_out = input_, shortcut_out = input_;
@@ -123,10 +122,10 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
   for (std::vector<Child>* chain : {&body_, &shortcut_}) {
     std::vector<Layer*> layers;
     for (Child& c : *chain) layers.push_back(c.layer.get());
-    detail::fuse_chain(layers);
+    if (fusion) detail::fuse_chain(layers);
   }
   // A body ending in a BatchNorm2d leaves its normalisation to the add (CPU, blocked tensors).
-  if (auto* bn = dynamic_cast<BatchNorm2d*>(body_.back().layer.get()); bn != nullptr && device_.is_cpu()) {
+  if (auto* bn = dynamic_cast<BatchNorm2d*>(body_.back().layer.get()); fusion && bn != nullptr && device_.is_cpu()) {
     auto hand_over = std::make_shared<detail::NormalisationHandOver>();
     if (bn->hand_normalisation_over(hand_over)) body_hand_over_ = std::move(hand_over);
   }
@@ -156,7 +155,7 @@ std::unique_ptr<Layer> Residual::create(const LayerArgs& args) {
   auto body = build_chain(args.description.body, body_shape, args, prefix + "body.");
   auto shortcut = build_chain(args.description.shortcut, shortcut_shape, args, prefix + "shortcut.");
   return std::make_unique<Residual>(std::move(body), std::move(shortcut), args.input, args.device,
-                                    args.description.name);
+                                    args.description.name, args.fusion);
 }
 
 std::vector<Residual::Child*> Residual::children() {

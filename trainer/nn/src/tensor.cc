@@ -116,24 +116,69 @@ void copy_device_to_device(const Device& device, void* dst, const void* src, std
 #endif
 }
 
-Tensor::Tensor(Shape shape, Device device) : buffer_(device, 0), device_(device) { resize(shape); }
+void copy_rows_device_to_device(const Device& device, void* dst, std::size_t dst_pitch, const void* src,
+                                std::size_t src_pitch, std::size_t row_bytes, std::size_t rows) {
+  if (row_bytes == 0 || rows == 0) return;
+  if (device.is_cpu()) {
+    for (std::size_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, row_bytes);
+    return;
+  }
+#if MIRROR_HAVE_CUDA
+  detail::cuda::copy_d2d_rows(dst, dst_pitch, src, src_pitch, row_bytes, rows);
+#else
+  detail::require_cpu(device);
+#endif
+}
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16: return 2;
+    case DType::kFloat32:
+    case DType::kInt32: break;
+  }
+  return 4;
+}
+
+const char* to_string(DType dtype) {
+  switch (dtype) {
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kInt32: return "int32";
+    case DType::kFloat32: break;
+  }
+  return "float32";
+}
+
+Tensor::Tensor(Shape shape, Device device, DType dtype) : buffer_(device, 0), device_(device), dtype_(dtype) {
+  resize(shape);
+}
 
 Tensor Tensor::view(float* data, Shape shape, Device device) {
+  return view(static_cast<void*>(data), std::move(shape), device, DType::kFloat32);
+}
+
+Tensor Tensor::view(void* data, Shape shape, Device device, DType dtype) {
   Tensor t;
   t.numel_ = shape_numel(shape);
   t.shape_ = std::move(shape);
   t.data_ = data;
   t.device_ = device;
+  t.dtype_ = dtype;
   t.view_ = true;
   return t;
+}
+
+void Tensor::throw_dtype_mismatch(DType wanted) const {
+  MIRROR_THROW(kInvalidArgument, "a tensor of shape " << to_string(shape_) << " holds " << to_string(dtype_)
+                                                      << " values where " << to_string(wanted) << " is needed");
 }
 
 void Tensor::resize(const Shape& shape) {
   MIRROR_CHECK(!view_, kInvalidArgument, "cannot resize a tensor view (shape " << to_string(shape_) << ")");
   const std::int64_t n = shape_numel(shape);
   if (buffer_.device() != device_) buffer_ = DeviceBuffer(device_, 0);
-  buffer_.reserve(static_cast<std::size_t>(n) * sizeof(float));
-  data_ = static_cast<float*>(buffer_.data());
+  buffer_.reserve(static_cast<std::size_t>(n) * dtype_size(dtype_));
+  data_ = buffer_.data();
   shape_ = shape;
   numel_ = n;
   layout_ = Layout::kNchw;
@@ -165,23 +210,36 @@ void Tensor::set_layout(Layout layout) {
   layout_ = layout;
 }
 
-void Tensor::copy_from_host(std::span<const float> host) {
-  MIRROR_CHECK(static_cast<std::int64_t>(host.size()) == numel_, kInvalidArgument,
-               "copy to tensor of shape " << to_string(shape_) << " needs " << numel_ << " values, got "
-                                          << host.size());
-  copy_host_to_device(device_, data_, host.data(), host.size_bytes());
+void Tensor::copy_in(const void* host, std::size_t count, DType dtype) {
+  check_dtype(dtype);
+  MIRROR_CHECK(static_cast<std::int64_t>(count) == numel_, kInvalidArgument,
+               "copy to tensor of shape " << to_string(shape_) << " needs " << numel_ << " values, got " << count);
+  copy_host_to_device(device_, data_, host, bytes());
 }
 
-void Tensor::copy_to_host(std::span<float> host) const {
-  MIRROR_CHECK(static_cast<std::int64_t>(host.size()) == numel_, kInvalidArgument,
-               "copy from tensor of shape " << to_string(shape_) << " needs room for " << numel_
-                                            << " values, got " << host.size());
-  copy_device_to_host(device_, host.data(), data_, host.size_bytes());
+void Tensor::copy_out(void* host, std::size_t count, DType dtype) const {
+  check_dtype(dtype);
+  MIRROR_CHECK(static_cast<std::int64_t>(count) == numel_, kInvalidArgument,
+               "copy from tensor of shape " << to_string(shape_) << " needs room for " << numel_ << " values, got "
+                                            << count);
+  copy_device_to_host(device_, host, data_, bytes());
 }
+
+void Tensor::copy_from_host(std::span<const float> host) { copy_in(host.data(), host.size(), DType::kFloat32); }
+
+void Tensor::copy_from_host(std::span<const std::int32_t> host) { copy_in(host.data(), host.size(), DType::kInt32); }
+
+void Tensor::copy_to_host(std::span<float> host) const { copy_out(host.data(), host.size(), DType::kFloat32); }
 
 std::vector<float> Tensor::to_host() const {
   std::vector<float> out(static_cast<std::size_t>(numel_));
   copy_to_host(out);
+  return out;
+}
+
+std::vector<std::int32_t> Tensor::to_host_int32() const {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(numel_));
+  copy_out(out.data(), out.size(), DType::kInt32);
   return out;
 }
 

@@ -24,6 +24,9 @@ struct BackendInfo {
   const char* summary;  // one line, for --help and documentation
   // Names of the counters Communicator::statistics() reports for this backend, in that order.
   std::vector<const char*> statistics;
+  // Whether Communicator::allocate_shared gives memory that the other ranks' collectives read and write
+  // directly (so a trainer puts its gradients and parameters there), rather than ordinary memory.
+  bool shares_allocated_buffers = false;
 };
 
 // The rows, in the order automatic selection tries the host-buffer ones.

@@ -61,6 +61,7 @@ struct TrainConfig {
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   int blas_threads = 1;             // OpenBLAS threads per rank (CPU)
   nn::CpuConvAlgorithm conv_algorithm = nn::CpuConvAlgorithm::kWinograd;  // CPU convolutions (cpu_kernels.h)
+  Toggle fusion = Toggle::kOn;      // the model's fusion pass (on or off; ModelGraph::fusion)
   std::uint64_t seed = 0;
   // Schedule of work.
   std::int64_t epochs = 10;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mirror/coll/communicator.h"
+#include "mirror/nn/device.h"
 #include "mirror/train/config.h"
 
 namespace mirror::train {
@@ -16,6 +17,7 @@ struct TrainContext {
   coll::Communicator* control = nullptr;    // host backend: scalars, metrics, evaluation sums, state broadcast
   coll::Communicator* gradients = nullptr;  // the gradient all-reduce (nccl on CUDA, else == control)
   int local_rank = 0;
+  nn::Device device;                        // resolved once by the caller (nn::resolve_device)
   std::ostream* out = nullptr;              // rank 0's output (others: nullptr)
   const std::atomic<bool>* stop_requested = nullptr;  // set by SIGTERM/SIGINT: checkpoint and stop
 };
@@ -28,6 +30,7 @@ struct TrainSummary {
   std::string last_checkpoint;       // rank 0: path of the last checkpoint written or resumed from
 };
 
+// `config` as validate() left it (once, by the caller), with --progress decided (auto: off).
 TrainSummary train(const TrainConfig& config, const TrainContext& context);
 
 }  // namespace mirror::train

@@ -39,6 +39,11 @@ void copy_d2d(void* dst, const void* src, std::size_t bytes) {
   MIRROR_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
 
+void copy_d2d_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
+                   std::size_t rows) {
+  MIRROR_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, 0));
+}
+
 void synchronize() { MIRROR_CHECK_CUDA(cudaDeviceSynchronize()); }
 
 cublasHandle_t cublas_handle() {

@@ -19,7 +19,7 @@ class ReLU final : public Layer {
   // Element-wise, so any layout: y and dx in x's.
   bool accepts_blocked() const override { return device_.is_cpu(); }
   // The identity (forward returns x, backward dy): the next or the previous layer applies this ReLU
-  // (Layer::absorb_preceding_relu, Layer::absorb_following_relu).
+  // (the fusion pass, chain_fusion.h).
   void set_absorbed(bool absorbed) { absorbed_ = absorbed; }
   bool absorbed() const { return absorbed_; }
   const Tensor& forward(const Tensor& x) override;

@@ -54,7 +54,9 @@ class BatchNorm2d final : public Layer {
   // Blocked inputs on the CPU (y and dx in x's layout).
   bool accepts_blocked() const override { return device_.is_cpu(); }
   // On the CPU: a ReLU after this layer runs inside its loops (y = relu(normalised), dy · [y > 0] in backward).
-  bool absorb_following_relu() override;
+  // The fusion pass (chain_fusion.h) found a ReLU right after: returns true when this layer now applies it to
+  // its own output (y = relu(...), dy · [y > 0]: the ReLU's values without its passes; CPU). Called once.
+  bool absorb_following_relu();
   // The layer that consumes this one's output takes over its normalisation (src/bn_hand_over.h: a 2×2 max pooling
   // right after it, chain_fusion.h; the add of the residual block whose body it ends): from then on a blocked
   // forward computes the statistics only and returns x itself, the consumer normalising as it reads, and after a

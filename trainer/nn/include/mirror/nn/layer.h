@@ -109,16 +109,6 @@ class Layer {
   virtual bool accepts_blocked() const { return false; }
   virtual void set_blocked_output(bool allowed) { blocked_output_ = allowed; }
 
-  // A ReLU comes right before this layer in a chain (model.cc, residual.cc): returns true when the layer now
-  // applies that ReLU itself, to its output (max pooling: max∘relu = relu∘max exactly, on the smaller tensor),
-  // and the chain then runs the ReLU as the identity (chain_fusion.h). Called once, before the first forward.
-  virtual bool absorb_preceding_relu() { return false; }
-  // A ReLU comes right after this layer in a chain and no later layer absorbed it: returns true when the layer
-  // now applies that ReLU to its own output (y = relu(...) in forward, dy · [y > 0] in backward: the same
-  // values as the ReLU's, without its passes; BatchNorm2d and Residual on the CPU). Called once, before the
-  // first forward.
-  virtual bool absorb_following_relu() { return false; }
-
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }
   bool training() const { return training_; }
@@ -130,6 +120,17 @@ class Layer {
   // gradients, calls grad_ready(local index) once per parameter as soon as its gradient is queued (on CUDA:
   // queued on the legacy default stream), then returns dx (owned by the layer) or nullptr if !need_dx.
   virtual const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) = 0;
+
+  // A node of the model graph may take several inputs (the merges: add, concat). The model calls these three;
+  // a layer of one input gets them from its single-input forms above, and a merge overrides all three.
+  // inputs: one sample shape per input; throws kInvalidArgument when the count or the shapes do not fit.
+  virtual Shape output_sample_shape_of(std::span<const Shape> inputs) const;
+  // xs: one tensor per input, alive until backward.
+  virtual const Tensor& forward_inputs(std::span<const Tensor* const> xs);
+  // One dx per input (each owned by the layer or one of the dy/xs given, valid until the next backward), all
+  // null when !need_dx.
+  virtual std::vector<const Tensor*> backward_inputs(const Tensor& dy, GradMode mode, bool need_dx,
+                                                     const LayerGradReady& grad_ready);
 
  protected:
   bool training_ = true;

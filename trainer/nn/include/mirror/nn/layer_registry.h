@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,9 +52,11 @@ class LayerSettings {
 struct LayerArgs {
   const LayerDescription& description;
   const LayerSettings& settings;
-  Shape input;              // one input sample, e.g. {1, 28, 28}
+  Shape input;              // one sample of the (first) input, e.g. {1, 28, 28}
   Device device;
   std::int64_t classes = 0; // the model's class count ("out_features": "classes")
+  std::vector<Shape> inputs = {};  // one sample of every input (a merge has several); inputs[0] == input
+  bool fusion = true;              // a layer of layers (residual) fuses its chains (chain_fusion.h)
 };
 
 using LayerFactory = std::unique_ptr<Layer> (*)(const LayerArgs& args);
@@ -69,10 +72,13 @@ const std::vector<LayerType>& layer_types();
 // The row of `type`, or nullptr.
 const LayerType* find_layer_type(std::string_view type);
 
-// Builds `layer` for samples of `input`: its settings checked, the input shape checked by the layer (the
-// error names the layer, its type and the shape that does not fit). `prefix` ("block1.body.") qualifies
-// the name in errors of nested layers. Throws kInvalidArgument.
+// Builds `layer` for samples of `inputs` (one shape per input): its settings checked, the input shapes checked
+// by the layer (the error names the layer, its type and the shapes that do not fit). `prefix` ("block1.body.")
+// qualifies the name in errors of nested layers. Throws kInvalidArgument.
+std::unique_ptr<Layer> make_layer(const LayerDescription& layer, std::span<const Shape> inputs, Device device,
+                                  std::int64_t classes, const std::string& prefix = "", bool fusion = true);
+// A layer of one input.
 std::unique_ptr<Layer> make_layer(const LayerDescription& layer, const Shape& input, Device device,
-                                  std::int64_t classes, const std::string& prefix = "");
+                                  std::int64_t classes, const std::string& prefix = "", bool fusion = true);
 
 }  // namespace mirror::nn

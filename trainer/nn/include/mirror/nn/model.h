@@ -1,9 +1,13 @@
-// mirror/nn/model.h — a model: a chain of layers built from a ModelSpec for one input sample shape, with ALL
-// parameters in ONE contiguous flat buffer on the device and ALL gradients in another with the same layout
-// (parameter i at [offset_i, offset_i + numel_i), in layer order, no gaps), so data parallelism can all-reduce
-// contiguous ranges of the gradients in buckets. Backward reports each parameter as soon as its gradient is
-// final. The layers' non-gradient state (BatchNorm's running statistics: Layer::buffer_specs) lives in a
-// third flat buffer, laid out the same way, which checkpoints save and restore.
+// mirror/nn/model.h — a model: a graph of layers (nodes in an order where each takes only the model's input
+// or earlier nodes' outputs; a chain is the graph where each takes the previous one) built for one input sample
+// shape, with ALL parameters in ONE contiguous flat buffer on the device and ALL gradients in another with the
+// same layout (parameter i at [offset_i, offset_i + numel_i), in node order, no gaps), so data parallelism can
+// all-reduce contiguous ranges of the gradients in buckets. Forward runs the nodes in order; backward runs them
+// in reverse, sums the gradients of an output that feeds several nodes, and reports each parameter as soon as
+// its gradient is final. A node may use an earlier node's parameters (tied weights): they are stored once, and
+// their gradient is the sum of both uses, reported after the owner's backward (the last use in backward).
+// The layers' non-gradient state (BatchNorm's running statistics: Layer::buffer_specs) lives in a third flat
+// buffer, laid out the same way, which checkpoints save and restore.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +19,6 @@
 
 #include "mirror/nn/device.h"
 #include "mirror/nn/layer.h"
-#include "mirror/nn/model_spec.h"
 #include "mirror/nn/tensor.h"
 
 namespace mirror::nn {
@@ -51,15 +54,51 @@ struct NamedLayer {
   std::unique_ptr<Layer> layer;
 };
 
+// A node of the model graph: a named layer, the nodes whose outputs it takes, in order (kModelInput: the
+// model's input; empty: the previous node, or the model's input for the first), and the earlier node whose
+// parameters it uses (kOwnParameters: its own; each of its parameters must exist in that node by local name and
+// shape).
+struct GraphNode {
+  static constexpr std::ptrdiff_t kModelInput = -1;
+  static constexpr std::ptrdiff_t kOwnParameters = -1;
+  std::string name;
+  std::unique_ptr<Layer> layer;
+  std::vector<std::ptrdiff_t> inputs = {};
+  std::ptrdiff_t tied_to = kOwnParameters;
+};
+
+// A model's layers, built and checked for one input shape (model_build.h), before any memory is given to them:
+// what the model will need is known, so a trainer can find that memory first.
+struct ModelGraph {
+  std::vector<GraphNode> nodes;
+  std::size_t output = 0;        // the node whose output is the model's
+  Shape input_sample_shape;      // as given (model_sample_shape applies)
+  std::int64_t num_classes = 0;
+  Device device;
+  std::string description;       // what Model::description() returns
+  bool fusion = true;            // the chain fusions (chain_fusion.h) run; off: every layer as written
+  // Floats of the flat parameter buffer (and of the gradient buffer): every parameter once, a tied one in its
+  // owner only.
+  std::int64_t num_parameters() const;
+};
+
+// Where a model's flat parameter and gradient buffers live. Empty functions: the model allocates them on its
+// device. A data-parallel trainer on one host's CPUs gives memory shared with the other ranks, which their
+// collectives read and write directly (coll::Communicator::allocate_shared): each function is called once,
+// while the model is built, with the count of floats, and returns host memory that outlives the model, or null
+// to leave that buffer to the model.
+struct ModelMemory {
+  std::function<float*(std::int64_t count)> parameters, gradients;
+};
+
 class Model {
  public:
-  // input_sample_shape: one sample, {784}, {28, 28} (taken as {1, 28, 28}: model_sample_shape), {1, 28, 28}
-  // or {3, 32, 32}; num_classes >= 2. Parameters are allocated, uninitialised until init_parameters() or
-  // params_from_host(); gradients are zero; buffers hold their specs' initial values.
-  Model(const ModelSpec& spec, Shape input_sample_shape, std::int64_t num_classes, Device device);
-  Model(std::string_view spec, Shape input_sample_shape, std::int64_t num_classes, Device device);
-  // A flat sample of input_features values ({input_features}).
-  Model(std::string_view spec, std::int64_t input_features, std::int64_t num_classes, Device device);
+  // The graph's input_sample_shape: one sample, {784}, {28, 28} (taken as {1, 28, 28}: model_sample_shape),
+  // {1, 28, 28} or {3, 32, 32}; num_classes >= 2. Parameters are allocated (or taken from `memory`),
+  // uninitialised until init_parameters() or params_from_host(); gradients are zero; buffers hold their specs'
+  // initial values. Errors (a bad input index, a tied node whose parameters the owner lacks, shapes that do not
+  // fit) name the node.
+  explicit Model(ModelGraph graph, ModelMemory memory = {});
   // A chain of given layers (each on `device`); the last one's output sample must hold num_classes values.
   // `description` is what description() returns.
   Model(std::vector<NamedLayer> layers, Shape input_sample_shape, std::int64_t num_classes, Device device,
@@ -68,8 +107,8 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  const ModelSpec& spec() const { return spec_; }
-  // What a checkpoint stores to rebuild this model: today the canonical --model text ("mlp:512,256").
+  // What a checkpoint stores to rebuild this model: the canonical --model text of an MLP ("mlp:512,256"), else
+  // the model description's JSON.
   const std::string& description() const { return description_; }
   const Device& device() const { return device_; }
   const Shape& input_sample_shape() const { return input_shape_; }  // after model_sample_shape()
@@ -78,17 +117,10 @@ class Model {
 
   const std::vector<ParamInfo>& parameters() const { return infos_; }
   std::int64_t num_parameters() const { return total_; }  // numel of the flat buffers
-  float* params() { return param_memory_ ? param_memory_ : static_cast<float*>(params_.data()); }
-  const float* params() const { return param_memory_ ? param_memory_ : static_cast<const float*>(params_.data()); }
-  float* grads() { return grad_memory_ ? grad_memory_ : static_cast<float*>(grads_.data()); }
-  const float* grads() const { return grad_memory_ ? grad_memory_ : static_cast<const float*>(grads_.data()); }
-  // CPU models only: from now on the gradients live in `memory` (num_parameters() floats, owned by the
-  // caller, alive as long as the model): the current gradients are copied there and the layers rebound.
-  // The trainer puts them in a communicator's shared buffer, which the shared-memory allreduce reads and
-  // writes directly (coll::Communicator::allocate_shared).
-  void use_gradient_memory(float* memory);
-  // The same for the parameters (the trainer's sharded optimizer step all-gathers them directly).
-  void use_parameter_memory(float* memory);
+  float* params() { return params_data_; }
+  const float* params() const { return params_data_; }
+  float* grads() { return grads_data_; }
+  const float* grads() const { return grads_data_; }
 
   // Deterministic: the same seed gives the same values on every machine and device (computed on the host
   // with a seeded mt19937_64 per parameter, then copied). See docs/compute.md.
@@ -126,23 +158,42 @@ class Model {
   const std::string& layer_name(std::size_t i) const { return layer_names_.at(i); }
   // Shape of one output sample of layer i.
   const Shape& layer_output_shape(std::size_t i) const { return output_shapes_.at(i); }
+  // The nodes layer i takes its inputs from (GraphNode::kModelInput: the model's input), resolved (never
+  // empty), and the node whose parameters it uses (GraphNode::kOwnParameters: its own).
+  const std::vector<std::ptrdiff_t>& layer_inputs(std::size_t i) const;
+  std::ptrdiff_t layer_tied_to(std::size_t i) const;
+  std::size_t output_layer() const { return output_; }
+  // What the fusion pass did with layer i ("applied after the max by pool1"), or "" (none, or --fusion off).
+  const std::string& fusion_note(std::size_t i) const { return fusion_notes_.at(i); }
 
  private:
-  void lay_out();      // output shapes, parameter layout, flat buffers, bindings (after the layers exist)
+  struct Node;  // wiring and backward scratch of one node (model.cc)
+  void wire(std::vector<std::vector<std::ptrdiff_t>> inputs, std::vector<std::ptrdiff_t> tied_to);
+  void lay_out(const ModelMemory& memory);  // output shapes, parameter layout, flat buffers, bindings
+  void lay_out_parameters(std::size_t node);  // node's parameters: its own in infos_, or its owner's when tied
+  void fuse_and_allow_blocked();  // chain_fusion.h over each plain run of nodes; blocked outputs between them
+  // Backward: dx (of a consumer) joins the gradient of node n's output (summed when several consumers).
+  void deliver(std::size_t n, const Tensor* dx);
+  // The callback node n's layer calls for its own parameters: adds the tied users' gradients, then reports.
+  LayerGradReady ready_callback(std::size_t n, const GradReadyFn& on_grad_ready);
   void bind_layers();  // every layer's parameter and gradient pointers into the flat buffers
   void lay_out_buffers();  // buffer_infos_ from the layers' buffer specs, allocated, initialised and bound
-  // use_*_memory: copies `current` (num_parameters() floats) into `memory`, points `slot` at it, rebinds.
-  void adopt_memory(float*& slot, const float* current, float* memory, const char* what);
+  // The flat parameter and gradient buffers: from `memory` where it gives them, else the model's own.
+  void place_flat_buffers(const ModelMemory& memory);
 
-  ModelSpec spec_;
   std::string description_;
   Shape input_shape_;
   std::int64_t classes_;
   Device device_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::string> layer_names_;
-  // One per layer (NCHW for a layer that takes no blocked tensors), plus one that gives the logits in NCHW.
-  std::vector<std::unique_ptr<detail::LayoutBridge>> bridges_;
+  std::vector<Node> nodes_;       // one per layer
+  std::size_t output_ = 0;        // the node whose output is the model's
+  bool fusion_ = true;
+  std::vector<std::string> fusion_notes_;
+  // Gives the logits in NCHW.
+  std::unique_ptr<detail::LayoutBridge> output_bridge_;
+  DeviceBuffer tied_grads_;       // the gradients of tied nodes' uses, added to the owners' in backward
   std::vector<Shape> output_shapes_;
   std::vector<std::size_t> first_param_;  // global index of each layer's first parameter
   std::vector<ParamInfo> infos_;
@@ -153,8 +204,8 @@ class Model {
   std::int64_t buffer_total_ = 0;
   DeviceBuffer buffers_;
   ForwardContext context_;  // of the last forward; the layers point at it
-  float* grad_memory_ = nullptr;   // set by use_gradient_memory
-  float* param_memory_ = nullptr;  // set by use_parameter_memory
+  float* params_data_ = nullptr;   // params_' memory, or ModelMemory's
+  float* grads_data_ = nullptr;
   std::int64_t batch_ = -1;  // batch of the last forward
 };
 

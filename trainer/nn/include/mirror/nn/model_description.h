@@ -1,8 +1,11 @@
 // mirror/nn/model_description.h — a model as data: a list of layers (each a type, a name and its settings;
 // a residual block has a body and a shortcut), read from a JSON model file ({"layers": [...]}, vocabulary in
-// docs/model-format.md) or taken from a built-in (keras-cnn, cnn-bn, resnet20, mlp:H1,H2,...). Checked for
-// its structure here (every layer an object with a known "type", names unique within a list); whether each
-// layer fits its input shape is checked when the model is built (layer_registry.h), naming the layer.
+// docs/model-format.md) or taken from a built-in (keras-cnn, cnn-bn, resnet20, mlp:H1,H2,...). The list is a
+// graph: a layer takes the previous layer's output unless it names its "inputs" (earlier layers, or "input":
+// the model's input); the model's output is the last layer's unless "output" names another; a layer may use
+// an earlier layer's parameters ("tied_to"). Checked for its structure here (every layer an object with a
+// known "type", names unique within a list, inputs that name earlier layers, no layer left unused); whether
+// each layer fits its input shapes is checked when the model is built (layer_registry.h), naming the layer.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,10 +22,19 @@ struct LayerDescription {
   nlohmann::ordered_json settings;        // the layer's other keys (out_channels, kernel, p, ...)
   std::vector<LayerDescription> body;     // residual only
   std::vector<LayerDescription> shortcut; // residual only; empty: the identity
+  std::vector<std::string> inputs;        // names of earlier layers or "input"; empty: the previous layer
+  std::string tied_to;                    // an earlier layer whose parameters this one uses ("": its own)
 };
+
+// The name that stands for the model's input in a layer's "inputs".
+inline constexpr const char* kModelInputName = "input";
 
 struct ModelDescription {
   std::vector<LayerDescription> layers;
+  std::string output;  // the layer whose output is the model's; "": the last layer
+
+  // The index of the output layer.
+  std::size_t output_index() const;
 
   // Parses {"layers": [...]}; `where` (a file name, or "model text") prefixes every error, which names the
   // layer by its path ("layers[3]", "block2.body[1]") and what is wrong. Throws kInvalidArgument.
@@ -42,6 +54,10 @@ const std::vector<BuiltinModel>& builtin_models();
 // named fc1, relu1, ...). The last linear layer's out_features is "classes": the dataset's class count.
 // Throws kInvalidArgument naming the name and listing the built-ins.
 ModelDescription builtin_model(std::string_view name);
+
+// "mlp:512,256" for a name of the mlp built-in ("mlp:0512, 256" is refused like any malformed one), "" for any
+// other name.
+std::string canonical_mlp_name(std::string_view name);
 
 // What a --model value names: an existing file is a JSON model file; text starting with '{' is JSON itself
 // (a checkpoint's stored description); anything else a built-in. Errors name the value.

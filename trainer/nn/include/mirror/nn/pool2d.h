@@ -42,7 +42,10 @@ class Pool2d : public Layer {
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
   // Max pooling takes over a ReLU before it: y = relu(max(x)), the same values and gradients as max(relu(x))
   // (the winner of a window with a positive maximum is the same; any other window passes no gradient either way).
-  bool absorb_preceding_relu() override;
+  // The fusion pass (chain_fusion.h) found a ReLU right before this max pooling: returns true when the pooling
+  // now applies it to its output (max∘relu = relu∘max exactly, on the smaller tensor), the ReLU then running
+  // as the identity. Called once, before the first forward.
+  bool absorb_preceding_relu();
   // A BatchNorm2d right before this layer (an absorbed ReLU between them) hands its normalisation over
   // (chain_fusion.h, src/bn_hand_over.h): true when this layer takes it (max pooling 2×2 stride 2 on the CPU),
   // from then on applying the map to blocked inputs as it reads them and handing its output gradient and winners

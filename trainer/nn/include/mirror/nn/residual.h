@@ -26,8 +26,10 @@ class Residual final : public Layer {
  public:
   // Built for samples of `input`: both branches must produce the same output shape (else kInvalidArgument
   // naming both shapes and `name`).
+  // fusion: the chain fusions inside each branch and the body's last BatchNorm normalised in the add (off: every
+  // layer as written).
   Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcut, Shape input, Device device,
-           const std::string& name = "residual");
+           const std::string& name = "residual", bool fusion = true);
   ~Residual() override;
   // {"type": "residual", "body": [...], "shortcut": [...]}
   static std::unique_ptr<Layer> create(const LayerArgs& args);
@@ -47,7 +49,7 @@ class Residual final : public Layer {
   void set_blocked_output(bool allowed) override;
   // On the CPU: a ReLU after the block is applied in the add's pass (y = relu(body + shortcut)), and dy is
   // masked by y > 0 once before both branches.
-  bool absorb_following_relu() override;
+  bool absorb_following_relu();  // as BatchNorm2d's (chain_fusion.h)
   // Whether the last forward's add normalised the body's output itself: a body ending in a BatchNorm2d hands its
   // normalisation to the add on blocked tensors (CPU; src/bn_hand_over.h). For tests.
   bool normalised_body() const { return normalised_body_; }
