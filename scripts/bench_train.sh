@@ -52,7 +52,6 @@ peers_src="$root/../shared/peers"
 [ -f "$peers_src/torch_ddp_fmnist.py" ] || peers_src="/work/shared/peers"
 P="${MIRROR_PEERS_HOME:-$HOME/.cache/mirror-peers}"
 py="$P/venv/bin/python"
-[ -x "$py" ] || { echo "bench_train.sh: no peers under $P; run $peers_src/setup.sh" >&2; exit 2; }
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PEER_PORT="${PEER_PORT:-$((29600 + $$ % 300))}"  # the torch peer's rendezvous; apart from other runs
@@ -84,6 +83,8 @@ systems="mirror"
 [[ " $skip_peers " == *" torch "* ]] || systems+=" torch"
 # TensorFlow's peer has the 512,256 MLP only.
 [[ " $skip_peers " == *" tf "* ]] || { [ "$peer_model" = mlp ] && [ "$hidden" != "512,256" ]; } || systems+=" tf"
+[ "$systems" = mirror ] || [ "$systems" = "mirror base" ] || [ -x "$py" ] ||
+  { echo "bench_train.sh: no peers under $P; run $peers_src/setup.sh (or --no-peers torch,tf)" >&2; exit 2; }
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 
 steps_for() { echo $((samples / (batch * $1))); }  # optimizer steps per epoch at np ranks (last partial dropped)

@@ -64,10 +64,19 @@ TEST(FusionPass, OnAndOffAgreeWithinFloatRounding) {
 }
 
 TEST(FusionPass, TheTableNamesWhatWasFused) {
+  // cnn-bn: bn1 → relu1 → pool1 is one layer (the pooling normalises as it reads), so is bn2 → relu2 → pool2.
   const std::string table = run("cnn-bn", true).table;
-  // relu1 runs in pool1's pass (max∘relu = relu∘max); bn1 normalises as pool1 reads it.
-  EXPECT_NE(table.find("fused: applied after the max by pool1"), std::string::npos) << table;
-  EXPECT_NE(table.find("fused: normalises as it is read by pool1"), std::string::npos) << table;
+  EXPECT_NE(table.find("bn1 (batchnorm2d+relu+maxpool2d)"), std::string::npos) << table;
+  EXPECT_NE(table.find("fused: bn1, relu1, pool1"), std::string::npos) << table;
+  EXPECT_NE(table.find("fused: bn2, relu2, pool2"), std::string::npos) << table;
+  EXPECT_EQ(table.find("pool1 (maxpool2d)"), std::string::npos) << table;
+  // resnet20: each block applies the ReLU after it, each body's first BatchNorm the ReLU after it.
+  const std::string resnet = run("resnet20", true).table;
+  EXPECT_NE(resnet.find("stage1_block1 (residual+relu)"), std::string::npos) << resnet;
+  EXPECT_NE(resnet.find("body.bn1 (batchnorm2d+relu)"), std::string::npos) << resnet;
+  const std::string off = run("cnn-bn", false).table;
+  EXPECT_NE(off.find("pool1 (maxpool2d)"), std::string::npos) << off;
+  EXPECT_NE(off.find("relu1 (relu)"), std::string::npos) << off;
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ JSON
 common=(--data "$TMP/d.h5" --model "$TMP/res.json" --epochs 1000 --max-steps 60 --eval-every 0 --progress off
         --checkpoint-every 60 --lr 0.05 --momentum 0.9 --seed 5)
 mpi 1 "$TRAINER" "${common[@]}" --global-batch-size 16 --checkpoint-dir "$TMP/np1" >"$TMP/np1.out"
-grep -Eq "block \(residual\) +\[12\] +552" "$TMP/np1.out" || fail "no layer table in the banner: $(cat "$TMP/np1.out")"
+grep -Eq "block \(residual(\+relu)?\) +\[12\] +552" "$TMP/np1.out" || fail "no layer table in the banner: $(cat "$TMP/np1.out")"
 mpi 2 "$TRAINER" "${common[@]}" --batch-size 8 --checkpoint-dir "$TMP/np2" >/dev/null
 "$MIRROR_CKPT" diff "$TMP/np1/ckpt-00000060.h5" "$TMP/np2/ckpt-00000060.h5" --tol 1e-5 \
   || fail "2 ranks x batch 8 differ from 1 rank x batch 16 (residual + dropout)"
@@ -79,7 +79,7 @@ rm "$TMP/res.json"
 out="$(mpi 2 "$MIRROR_EVAL" --checkpoint "$TMP/full" --data "$TMP/d.h5")"
 echo "$out" | grep -q "^loss " || fail "mirror-eval without the file: $out"
 out="$("$MIRROR_CKPT" inspect "$TMP/full/ckpt-00000060.h5")"
-echo "$out" | grep -Eq "block \(residual\) +\[12\]" || fail "inspect: no layer table: $out"
+echo "$out" | grep -Eq "block \(residual(\+relu)?\) +\[12\]" || fail "inspect: no layer table: $out"
 
 # --print-model writes a file that trains.
 "$TRAINER" --print-model mlp:8 >"$TMP/mlp8.json"

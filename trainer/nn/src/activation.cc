@@ -10,7 +10,6 @@ namespace mirror::nn {
 std::unique_ptr<Layer> ReLU::create(const LayerArgs& args) { return std::make_unique<ReLU>(args.device); }
 
 const Tensor& ReLU::forward(const Tensor& x) {
-  if (absorbed_) return x;
   y_.resize(x.shape());
   y_.set_layout(x.layout());
   ops::relu_forward(device_, x.data(), y_.data(), x.numel());
@@ -18,7 +17,6 @@ const Tensor& ReLU::forward(const Tensor& x) {
 }
 
 const Tensor* ReLU::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
-  if (absorbed_) return need_dx ? &dy : nullptr;
   MIRROR_CHECK(dy.numel() == y_.numel(), kInvalidArgument,
                "relu backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy.shape()));
   MIRROR_CHECK(dy.layout() == y_.layout(), kInternal,

@@ -1,34 +1,35 @@
 // chain_fusion.h (private) — the fusion pass over a chain of layers (a run of plainly linked nodes of a model, a
-// residual block's branches), made once, when it is built, unless --fusion off: a ReLU right before a max
-// pooling (Pool2d::absorb_preceding_relu: applied to its smaller output) runs as the identity; so does a ReLU left
-// after a layer that can apply it to its output (BatchNorm2d, Residual: absorb_following_relu). Then a BatchNorm2d followed by a
-// 2×2 max pooling (that ReLU between them, absorbed by the pooling, or none) hands its normalisation to the
-// pooling (bn_hand_over.h), so the normalised tensor is never written nor its gradient. Last, of two residual
-// blocks in a row whose first applies the ReLU between them, the second masks its input gradient in its final add
-// and the first no longer masks it again (Residual::mask_input_gradient). Results stay exactly the same; the
-// passes go.
+// residual block's branches), made once, when the model is built, unless --fusion off. It replaces known
+// patterns with fused layers, each one layer of the model from then on:
+//   batchnorm2d → [relu] → maxpool2d 2×2 stride 2 (CPU)  →  BatchNormMaxPool (batch_norm_max_pool.h): the pooling
+//       normalises as it reads, so the normalised tensor is never written (named as the BatchNorm);
+//   relu → maxpool2d  →  the max pooling applying the ReLU to its output (max∘relu = relu∘max exactly, on the
+//       smaller tensor; kind relu+maxpool2d, named as the pooling);
+//   batchnorm2d → relu, residual → relu (CPU)  →  the layer applying the ReLU in its own output pass and masking
+//       dy in backward (kind batchnorm2d+relu, residual+relu; named as that layer).
+// The fused layers compute the same operations in the same order: results stay the same within float rounding.
 #pragma once
 
-#include <cstddef>
 #include <string>
 #include <vector>
 
-#include "mirror/nn/layer.h"
+#include "mirror/nn/model.h"
 
 namespace mirror::nn::detail {
 
-// One fusion made, for the layer table: chain[layer]'s work is done by (or together with) chain[partner].
-struct FusionNote {
-  std::size_t layer;
-  std::size_t partner;
-  std::string what;  // "applied by", "normalises in the pass of", ...: followed by the partner's name
+// One layer of a fused chain and the names of the layers it stands for (one: not fused).
+struct FusedLayer {
+  NamedLayer layer;
+  std::vector<std::string> from;
 };
 
-// Every fusion above, in that order; what was fused.
-std::vector<FusionNote> fuse_chain(const std::vector<Layer*>& chain);
+// The chain with every pattern above replaced, in order.
+std::vector<FusedLayer> fuse_chain(std::vector<NamedLayer> chain);
 
-void absorb_relus(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes);
-void hand_normalisations_to_pooling(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes);
-void mask_between_residual_blocks(const std::vector<Layer*>& chain, std::vector<FusionNote>& notes);
+// The pass over every run of plainly linked nodes of `graph` (each node of the run but the first takes the
+// previous one's output alone, and nothing else takes it), nodes renumbered, inputs, ties and the output
+// following. Returns, per node of the result, the names of the layers it stands for, ", "-joined, where more
+// than one ("" elsewhere).
+std::vector<std::string> fuse_graph(ModelGraph& graph);
 
 }  // namespace mirror::nn::detail

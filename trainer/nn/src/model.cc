@@ -71,6 +71,8 @@ Model::Model(ModelGraph graph, ModelMemory memory)
   MIRROR_CHECK(!graph.nodes.empty(), kInvalidArgument, "model '" << description_ << "' has no layers");
   MIRROR_CHECK(output_ < graph.nodes.size(), kInvalidArgument,
                "model '" << description_ << "': output node " << output_ << " of " << graph.nodes.size());
+  fusion_notes_ = fusion_ ? detail::fuse_graph(graph) : std::vector<std::string>(graph.nodes.size());
+  output_ = graph.output;
   std::vector<std::vector<std::ptrdiff_t>> inputs;
   std::vector<std::ptrdiff_t> tied_to;
   for (GraphNode& n : graph.nodes) {
@@ -134,7 +136,7 @@ void Model::lay_out(const ModelMemory& memory) {
                "model '" << description_ << "' ends in samples of shape " << to_string(out) << ", not the "
                          << classes_ << " class scores its data needs (per sample, or per position on the last axis)");
   first_param_.push_back(infos_.size());
-  fuse_and_allow_blocked();
+  allow_blocked_outputs();
 
   place_flat_buffers(memory);
   std::int64_t tied = 0;
@@ -175,25 +177,12 @@ void Model::lay_out_parameters(std::size_t n) {
   }
 }
 
-void Model::fuse_and_allow_blocked() {
-  // A plain link: node n + 1 takes node n's output alone, and nothing else does. Runs of plain links are chains,
-  // where the chain fusions apply and blocked tensors may pass between neighbours.
+void Model::allow_blocked_outputs() {
+  // A plain link: node n + 1 takes node n's output alone, and nothing else does: a blocked tensor may pass.
   auto plain_link = [&](std::size_t n) {
     return n + 1 < nodes_.size() && nodes_[n].uses == 1 && n != output_ &&
            nodes_[n + 1].inputs == std::vector<std::ptrdiff_t>{static_cast<std::ptrdiff_t>(n)};
   };
-  fusion_notes_.assign(layers_.size(), "");
-  std::vector<Layer*> run;
-  std::size_t run_start = 0;
-  for (std::size_t n = 0; n < layers_.size(); ++n) {
-    if (run.empty()) run_start = n;
-    run.push_back(layers_[n].get());
-    if (plain_link(n)) continue;
-    if (fusion_)
-      for (const detail::FusionNote& note : detail::fuse_chain(run))
-        fusion_notes_[run_start + note.layer] = note.what + " " + layer_names_[run_start + note.partner];
-    run.clear();
-  }
   for (std::size_t n = 0; n < layers_.size(); ++n)
     layers_[n]->set_blocked_output(plain_link(n) && layers_[n + 1]->accepts_blocked());
 }

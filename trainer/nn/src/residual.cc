@@ -44,17 +44,6 @@ void add_relu_cpu(const float* __restrict a, const float* __restrict b, float* _
   }
 }
 
-// out = [x > 0] · (a + b) over n floats (CPU; ops' relu_backward of add_cpu's sum, masked by x): the select as
-// bits (the sum's where x > 0, +0 else), which GCC vectorises; written as a select it becomes a branch.
-void add_masked_cpu(const float* __restrict a, const float* __restrict b, const float* __restrict x,
-                    float* __restrict out, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint32_t keep = x[i] > 0.0f ? ~std::uint32_t{0} : std::uint32_t{0};
-    out[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(a[i] + b[i]) & keep);
-  }
-}
-
 // out = [relu](affine(x) + s) over a blocked batch of `runs` blocks of B channels, `area` pixels each:
 // BatchNorm2d's normalise (bn_hand_over.h's map, its expression) and then add_cpu's sum (add_relu_cpu's ReLU).
 template <std::int64_t B, bool kRelu>
@@ -85,6 +74,13 @@ void normalise_add_cpu(const Tensor& x, const detail::ChannelAffine& a, const fl
   kernel(x.data(), a, s, out, runs, per_sample, area);
 }
 
+// A branch after the fusion pass, its fused layers named as chain_fusion.h names them.
+std::vector<NamedLayer> fused(std::vector<NamedLayer> chain) {
+  std::vector<NamedLayer> out;
+  for (detail::FusedLayer& f : detail::fuse_chain(std::move(chain))) out.push_back(std::move(f.layer));
+  return out;
+}
+
 }  // namespace
 
 bool Residual::absorb_following_relu() {
@@ -101,6 +97,10 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
                    const std::string& name, bool fusion)
     : input_(std::move(input)), device_(device), y_({0}, device), dx_({0}, device) {
   MIRROR_CHECK(!body.empty(), kInvalidArgument, "residual block '" << name << "' has an empty body");
+  if (fusion) {  // the fusion pass over each branch (chain_fusion.h)
+    body = fused(std::move(body));
+    shortcut = fused(std::move(shortcut));
+  }
   Shape body_out = input_, shortcut_out = input_;
   for (NamedLayer& l : body) {
     body_out = l.layer->output_sample_shape(body_out);
@@ -119,11 +119,6 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
   output_ = body_out;
   to_body_ = std::make_unique<detail::LayoutConverter>();
   to_shortcut_ = std::make_unique<detail::LayoutConverter>();
-  for (std::vector<Child>* chain : {&body_, &shortcut_}) {
-    std::vector<Layer*> layers;
-    for (Child& c : *chain) layers.push_back(c.layer.get());
-    if (fusion) detail::fuse_chain(layers);
-  }
   // A body ending in a BatchNorm2d leaves its normalisation to the add (CPU, blocked tensors).
   if (auto* bn = dynamic_cast<BatchNorm2d*>(body_.back().layer.get()); fusion && bn != nullptr && device_.is_cpu()) {
     auto hand_over = std::make_shared<detail::NormalisationHandOver>();
@@ -289,7 +284,7 @@ const Tensor* Residual::backward(const Tensor& dy_in, GradMode mode, bool need_d
                "residual backward expects dy of shape " << to_string(y_.shape()) << ", got " << to_string(dy_in.shape()));
   MIRROR_CHECK(dy_in.layout() == y_.layout(), kInternal,
                "residual backward expects dy in layout " << to_string(y_.layout()) << ", got " << to_string(dy_in.layout()));
-  const Tensor& dy = relu_after_ && !dy_arrives_masked_ ? masked_by_relu(dy_in) : dy_in;
+  const Tensor& dy = relu_after_ ? masked_by_relu(dy_in) : dy_in;
   const Tensor* dy_shortcut = &dy;
   if (shortcut_layout_ != dy.layout()) {
     to_shortcut_->run(dy, shortcut_layout_, shortcut_dy_);
@@ -305,10 +300,7 @@ const Tensor* Residual::backward(const Tensor& dy_in, GradMode mode, bool need_d
                                                        << to_string(d_shortcut->layout()));
   dx_.resize(d_body->shape());
   if (device_.is_cpu()) {
-    if (mask_dx_by_input_)  // the ReLU before this block is the block before's; its mask goes here
-      add_masked_cpu(d_body->data(), d_shortcut->data(), x_->data(), dx_.data(), dx_.numel());
-    else
-      add_cpu(d_body->data(), d_shortcut->data(), dx_.data(), dx_.numel());
+    add_cpu(d_body->data(), d_shortcut->data(), dx_.data(), dx_.numel());
     dx_.set_layout(x_layout_);
   } else {
     copy_device_to_device(device_, dx_.data(), d_shortcut->data(), static_cast<std::size_t>(dx_.numel()) * sizeof(float));

@@ -18,16 +18,11 @@ class ReLU final : public Layer {
   Shape output_sample_shape(const Shape& input_sample_shape) const override { return input_sample_shape; }
   // Element-wise, so any layout: y and dx in x's.
   bool accepts_blocked() const override { return device_.is_cpu(); }
-  // The identity (forward returns x, backward dy): the next or the previous layer applies this ReLU
-  // (the fusion pass, chain_fusion.h).
-  void set_absorbed(bool absorbed) { absorbed_ = absorbed; }
-  bool absorbed() const { return absorbed_; }
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 
  private:
   Device device_;
-  bool absorbed_ = false;
   Tensor y_, dx_;
 };
 

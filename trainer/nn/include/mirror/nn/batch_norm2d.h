@@ -35,7 +35,7 @@ class BatchNorm2d final : public Layer {
   BatchNorm2d(std::int64_t channels, Device device, float momentum = 0.1f, float eps = 1e-5f);
   ~BatchNorm2d() override;
 
-  std::string kind() const override { return "batchnorm2d"; }
+  std::string kind() const override { return relu_after_ ? "batchnorm2d+relu" : "batchnorm2d"; }
   // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
   static std::unique_ptr<Layer> create(const LayerArgs& args);
   // [C, H, W] -> the same; kInvalidArgument for another channel count or rank.

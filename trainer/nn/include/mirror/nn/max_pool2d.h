@@ -14,7 +14,7 @@ class MaxPool2d final : public Pool2d {
   MaxPool2d(std::int64_t kernel_h, std::int64_t kernel_w, std::int64_t stride_h, std::int64_t stride_w,
             std::int64_t pad_h, std::int64_t pad_w, Device device = Device{})
       : Pool2d({kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w}, PoolMode::kMax, device) {}
-  std::string kind() const override { return "maxpool2d"; }
+  std::string kind() const override { return applies_relu() ? "relu+maxpool2d" : "maxpool2d"; }
   // The factory of the layer table (layer_table.cc): settings from a model description (docs/model-format.md).
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 };

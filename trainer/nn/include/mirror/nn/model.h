@@ -76,7 +76,7 @@ struct ModelGraph {
   std::int64_t num_classes = 0;
   Device device;
   std::string description;       // what Model::description() returns
-  bool fusion = true;            // the chain fusions (chain_fusion.h) run; off: every layer as written
+  bool fusion = true;            // the fusion pass (chain_fusion.h) runs; off: every layer as written
   // Floats of the flat parameter buffer (and of the gradient buffer): every parameter once, a tied one in its
   // owner only.
   std::int64_t num_parameters() const;
@@ -163,7 +163,7 @@ class Model {
   const std::vector<std::ptrdiff_t>& layer_inputs(std::size_t i) const;
   std::ptrdiff_t layer_tied_to(std::size_t i) const;
   std::size_t output_layer() const { return output_; }
-  // What the fusion pass did with layer i ("applied after the max by pool1"), or "" (none, or --fusion off).
+  // The layers node i stands for when the fusion pass made it of several ("bn1, relu1, pool1"), else "".
   const std::string& fusion_note(std::size_t i) const { return fusion_notes_.at(i); }
 
  private:
@@ -171,7 +171,7 @@ class Model {
   void wire(std::vector<std::vector<std::ptrdiff_t>> inputs, std::vector<std::ptrdiff_t> tied_to);
   void lay_out(const ModelMemory& memory);  // output shapes, parameter layout, flat buffers, bindings
   void lay_out_parameters(std::size_t node);  // node's parameters: its own in infos_, or its owner's when tied
-  void fuse_and_allow_blocked();  // chain_fusion.h over each plain run of nodes; blocked outputs between them
+  void allow_blocked_outputs();   // blocked tensors between plainly linked CPU nodes that take them
   // Backward: dx (of a consumer) joins the gradient of node n's output (summed when several consumers).
   void deliver(std::size_t n, const Tensor* dx);
   // The callback node n's layer calls for its own parameters: adds the tied users' gradients, then reports.

@@ -54,6 +54,8 @@ class Pool2d : public Layer {
   // Whether the last forward applied a handed-over normalisation (tests).
   bool normalised_input() const { return normalised_; }
 
+  // Whether it applies the ReLU before it (absorb_preceding_relu).
+  bool applies_relu() const { return relu_after_; }
   const Pool2dWindow& window() const { return window_; }
   PoolMode mode() const { return mode_; }
 

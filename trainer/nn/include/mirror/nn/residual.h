@@ -34,7 +34,7 @@ class Residual final : public Layer {
   // {"type": "residual", "body": [...], "shortcut": [...]}
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
-  std::string kind() const override { return "residual"; }
+  std::string kind() const override { return relu_after_ ? "residual+relu" : "residual"; }
   // The body's layers, then the shortcut's, each with its output shape (and theirs, one deeper, for a block
   // inside the block).
   std::vector<SubLayerRow> sublayer_rows() const override;
@@ -53,14 +53,7 @@ class Residual final : public Layer {
   // Whether the last forward's add normalised the body's output itself: a body ending in a BatchNorm2d hands its
   // normalisation to the add on blocked tensors (CPU; src/bn_hand_over.h). For tests.
   bool normalised_body() const { return normalised_body_; }
-  // Two blocks in a row, the first applying the ReLU between them (chain_fusion.h): the second masks its dx by
-  // its input x > 0 in its final add (mask_input_gradient: relu_backward of the first block, in the same pass),
-  // and the first takes that dy as already masked (gradient_arrives_masked) instead of masking it again. The
-  // same values (a mask applied twice is the mask), one pass fewer. CPU only; called once, before the first
-  // forward. applies_relu: whether this block absorbed the ReLU after it.
   bool applies_relu() const { return relu_after_; }
-  void mask_input_gradient() { mask_dx_by_input_ = device_.is_cpu(); }
-  void gradient_arrives_masked() { dy_arrives_masked_ = relu_after_; }
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
@@ -90,8 +83,6 @@ class Residual final : public Layer {
   bool relu_after_ = false;  // absorb_following_relu: y_ = relu(body + shortcut); dy_masked_ = dy · [y_ > 0]
   std::shared_ptr<detail::NormalisationHandOver> body_hand_over_;  // from the body's last BatchNorm2d
   bool normalised_body_ = false;
-  bool mask_dx_by_input_ = false;   // mask_input_gradient: dx_ = [x_ > 0] · (d_body + d_shortcut)
-  bool dy_arrives_masked_ = false;  // gradient_arrives_masked: dy is already dy · [y_ > 0]
   const Tensor* x_ = nullptr;       // input of the last forward
   Tensor dy_masked_;
   // When the shortcut's output layout is not the body's: the shortcut in the body's layout, dy in the shortcut's.
