@@ -14,7 +14,9 @@ namespace mirror::nn::testing {
 
 class ForwardingLayer : public Layer {
  public:
-  explicit ForwardingLayer(std::unique_ptr<Layer> inner) : inner_(std::move(inner)) {}
+  explicit ForwardingLayer(std::unique_ptr<Layer> inner) : inner_(std::move(inner)) {
+    accepts_blocked_ = inner_->accepts_blocked();
+  }
   std::string kind() const override { return inner_->kind(); }
   Shape output_sample_shape(const Shape& s) const override { return inner_->output_sample_shape(s); }
   std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
@@ -24,11 +26,10 @@ class ForwardingLayer : public Layer {
   }
   std::vector<BufferSpec> buffer_specs() const override { return inner_->buffer_specs(); }
   void bind_buffers(std::span<float* const> b) override { inner_->bind_buffers(b); }
-  bool accepts_blocked() const override { return inner_->accepts_blocked(); }
-  void set_blocked_output(bool allowed) override { inner_->set_blocked_output(allowed); }
   const Tensor& forward(const Tensor& x) override {
     inner_->set_training(training());
     inner_->set_forward_context(context_);
+    inner_->set_blocked_output(blocked_output_);
     return inner_->forward(x);
   }
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& ready) override {

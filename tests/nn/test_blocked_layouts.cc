@@ -35,11 +35,10 @@ using testing::random_vector;
 // Forwards everything to `inner` but takes no blocked tensors, so a model keeps NCHW around it.
 class NchwOnly final : public testing::ForwardingLayer {
  public:
-  explicit NchwOnly(std::unique_ptr<Layer> inner) : ForwardingLayer(std::move(inner)) {}
-  bool accepts_blocked() const override { return false; }
-  void set_blocked_output(bool allowed) override { Layer::set_blocked_output(allowed); }
+  explicit NchwOnly(std::unique_ptr<Layer> inner) : ForwardingLayer(std::move(inner)) { accepts_blocked_ = false; }
   const Tensor& forward(const Tensor& x) override {
     EXPECT_FALSE(x.blocked()) << kind();
+    blocked_output_ = false;  // the inner layer gives NCHW too
     return ForwardingLayer::forward(x);
   }
 };
@@ -47,9 +46,9 @@ class NchwOnly final : public testing::ForwardingLayer {
 // The identity, taking any layout; records the layout it was given.
 class LayoutProbe final : public Layer {
  public:
+  LayoutProbe() { accepts_blocked_ = true; }
   std::string kind() const override { return "probe"; }
   Shape output_sample_shape(const Shape& s) const override { return s; }
-  bool accepts_blocked() const override { return true; }
   const Tensor& forward(const Tensor& x) override {
     seen = x.layout();
     return x;
@@ -184,13 +183,14 @@ TEST(ReluAbsorption, AReluBeforeMaxPoolingIsAbsorbedBitForBit) {
 // through a bridge.
 class PoolSpy final : public Layer {
  public:
-  PoolSpy(std::unique_ptr<Layer> inner, bool nchw) : inner_(std::move(inner)), nchw_(nchw) {}
+  PoolSpy(std::unique_ptr<Layer> inner, bool nchw) : inner_(std::move(inner)), nchw_(nchw) {
+    accepts_blocked_ = !nchw_ && inner_->accepts_blocked();
+  }
   std::string kind() const override { return inner_->kind(); }
   Shape output_sample_shape(const Shape& s) const override { return inner_->output_sample_shape(s); }
-  bool accepts_blocked() const override { return !nchw_ && inner_->accepts_blocked(); }
-  void set_blocked_output(bool allowed) override { inner_->set_blocked_output(allowed); }
   const Tensor& forward(const Tensor& x) override {
     seen = x.layout();
+    inner_->set_blocked_output(blocked_output_);
     inner_->set_training(training());
     return inner_->forward(x);
   }
@@ -263,10 +263,11 @@ TEST(BlockedLayouts, PoolingOnBlockedTensorsComputesWhatNchwPoolingDoesBitForBit
 // Forwards everything to `inner` (layouts included) but is no ReLU to the chain, so no layer absorbs it.
 class OpaqueRelu final : public Layer {
  public:
-  explicit OpaqueRelu(std::unique_ptr<ReLU> inner) : inner_(std::move(inner)) {}
+  explicit OpaqueRelu(std::unique_ptr<ReLU> inner) : inner_(std::move(inner)) {
+    accepts_blocked_ = inner_->accepts_blocked();
+  }
   std::string kind() const override { return "opaque relu"; }
   Shape output_sample_shape(const Shape& s) const override { return s; }
-  bool accepts_blocked() const override { return inner_->accepts_blocked(); }
   const Tensor& forward(const Tensor& x) override { return inner_->forward(x); }
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& ready) override {
     return inner_->backward(dy, mode, need_dx, ready);

@@ -86,9 +86,9 @@ class OpaqueBatchNorm final : public testing::ForwardingLayer {
 // The identity on any layout, so that the pooling may leave its output blocked.
 class Passthrough final : public Layer {
  public:
+  Passthrough() { accepts_blocked_ = true; }
   std::string kind() const override { return "passthrough"; }
   Shape output_sample_shape(const Shape& s) const override { return s; }
-  bool accepts_blocked() const override { return true; }
   const Tensor& forward(const Tensor& x) override { return x; }
   const Tensor* backward(const Tensor& dy, GradMode, bool, const LayerGradReady&) override { return &dy; }
 };

@@ -49,6 +49,7 @@ void write(const Device& device, float* data, const std::vector<float>& host) {
 BatchNorm2d::BatchNorm2d(std::int64_t channels, Device device, float momentum, float eps)
     : channels_(channels), device_(device), momentum_(momentum), eps_(eps), y_({0}, device), dx_({0}, device),
       sums_({0}, device), gathered_({0}, device) {
+  accepts_blocked_ = device.is_cpu();  // y and dx in x's layout
   MIRROR_CHECK(channels > 0 && momentum >= 0.0f && momentum <= 1.0f && eps > 0.0f, kInvalidArgument,
                "batchnorm2d needs channels > 0, momentum in [0, 1] and eps > 0, got channels="
                    << channels << " momentum=" << momentum << " eps=" << eps);

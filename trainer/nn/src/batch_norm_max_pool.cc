@@ -23,16 +23,11 @@ BatchNormMaxPool::BatchNormMaxPool(std::unique_ptr<BatchNorm2d> bn, bool relu, s
   MIRROR_CHECK(pool_->take_normalisation(hand_over) && bn_->hand_normalisation_over(hand_over), kInternal,
                "batchnorm2d+maxpool2d: the layers refused the hand-over");
   bn_->set_blocked_output(true);
-  set_blocked_output(false);
+  accepts_blocked_ = true;
 }
 
 Shape BatchNormMaxPool::output_sample_shape(const Shape& input_sample_shape) const {
   return pool_->output_sample_shape(bn_->output_sample_shape(input_sample_shape));
-}
-
-void BatchNormMaxPool::set_blocked_output(bool allowed) {
-  Layer::set_blocked_output(allowed);
-  pool_->set_blocked_output(allowed);
 }
 
 const Tensor& BatchNormMaxPool::forward(const Tensor& x) {
@@ -40,6 +35,7 @@ const Tensor& BatchNormMaxPool::forward(const Tensor& x) {
     part->set_training(training());
     part->set_forward_context(context_);
   }
+  pool_->set_blocked_output(blocked_output_);
   return pool_->forward(bn_->forward(x));
 }
 

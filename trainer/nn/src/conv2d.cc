@@ -22,6 +22,7 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
       layout_(layout),
       y_({0}, device),
       dx_({0}, device) {
+  accepts_blocked_ = device.is_cpu();
   MIRROR_CHECK(in_channels > 0 && out_channels > 0 && kernel_h > 0 && kernel_w > 0 && stride_h > 0 && stride_w > 0 &&
                    pad_h >= 0 && pad_w >= 0,
                kInvalidArgument,

@@ -60,6 +60,7 @@ void backward_blocked_cpu(const float* __restrict g, std::int64_t n, std::int64_
 }  // namespace
 
 GlobalAvgPool2d::GlobalAvgPool2d(Device device) : device_(device), y_({0}, device), dx_({0}, device) {
+  accepts_blocked_ = device.is_cpu();
 #if !MIRROR_HAVE_CUDA
   detail::require_cpu(device);
 #endif

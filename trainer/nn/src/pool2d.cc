@@ -30,6 +30,7 @@ Pool2d::Pool2d(Pool2dWindow w, PoolMode mode, Device device)
     : window_(w), mode_(mode), device_(device), y_({0}, device), dx_({0}, device), pooled_({0}, device),
       dy_pooled_({0}, device), y_to_nchw_(std::make_unique<detail::LayoutConverter>()),
       dy_to_x_layout_(std::make_unique<detail::LayoutConverter>()) {
+  accepts_blocked_ = device.is_cpu();
   MIRROR_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 && w.pad_w >= 0 &&
                    2 * w.pad_h <= w.kernel_h && 2 * w.pad_w <= w.kernel_w,
                kInvalidArgument,

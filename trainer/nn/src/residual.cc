@@ -124,7 +124,9 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
     auto hand_over = std::make_shared<detail::NormalisationHandOver>();
     if (bn->hand_normalisation_over(hand_over)) body_hand_over_ = std::move(hand_over);
   }
-  set_blocked_output(false);
+  accepts_blocked_ = device_.is_cpu();  // blocked tensors go through: the output in the body's layout
+  allow_blocked(body_, false);
+  allow_blocked(shortcut_, false);
   std::size_t p = 0, b = 0;
   for (Child* c : children()) {
     c->first_param = p;
@@ -138,11 +140,6 @@ Residual::Residual(std::vector<NamedLayer> body, std::vector<NamedLayer> shortcu
 
 Residual::~Residual() = default;
 
-void Residual::set_blocked_output(bool allowed) {
-  Layer::set_blocked_output(allowed);
-  allow_blocked(body_, allowed);
-  allow_blocked(shortcut_, allowed);
-}
 
 std::unique_ptr<Layer> Residual::create(const LayerArgs& args) {
   const std::string prefix = args.description.name + ".";
@@ -235,6 +232,8 @@ const Tensor& Residual::run_chain(std::vector<Child>& chain, const Tensor& x) {
 
 const Tensor& Residual::forward(const Tensor& x) {
   x_ = &x;
+  allow_blocked(body_, blocked_output_);  // each branch's last layer as the model allows the block
+  allow_blocked(shortcut_, blocked_output_);
   const Tensor& body = run_chain(body_, x);
   const Tensor* shortcut = &run_chain(shortcut_, x);
   MIRROR_CHECK(body.numel() == shortcut->numel(), kInternal,

@@ -11,13 +11,12 @@ struct LayerArgs;
 
 class ReLU final : public Layer {
  public:
-  explicit ReLU(Device device) : device_(device), y_({0}, device), dx_({0}, device) {}
+  // Element-wise, so any layout on the CPU: y and dx in x's.
+  explicit ReLU(Device device) : device_(device), y_({0}, device), dx_({0}, device) { accepts_blocked_ = device.is_cpu(); }
   static std::unique_ptr<Layer> create(const LayerArgs& args);  // {"type": "relu"}
 
   std::string kind() const override { return "relu"; }
   Shape output_sample_shape(const Shape& input_sample_shape) const override { return input_sample_shape; }
-  // Element-wise, so any layout: y and dx in x's.
-  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 

@@ -52,7 +52,6 @@ class BatchNorm2d final : public Layer {
   // whole, possibly global, batch: its variance is undefined), running statistics updated. Evaluation:
   // running statistics, nothing updated.
   // Blocked inputs on the CPU (y and dx in x's layout).
-  bool accepts_blocked() const override { return device_.is_cpu(); }
   // On the CPU: a ReLU after this layer runs inside its loops (y = relu(normalised), dy · [y > 0] in backward).
   // The fusion pass (chain_fusion.h) found a ReLU right after: returns true when this layer now applies it to
   // its own output (y = relu(...), dy · [y > 0]: the ReLU's values without its passes; CPU). Called once.

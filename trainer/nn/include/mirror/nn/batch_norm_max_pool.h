@@ -29,8 +29,6 @@ class BatchNormMaxPool final : public Layer {
   }
   std::vector<BufferSpec> buffer_specs() const override { return bn_->buffer_specs(); }
   void bind_buffers(std::span<float* const> buffers) override { bn_->bind_buffers(buffers); }
-  bool accepts_blocked() const override { return true; }
-  void set_blocked_output(bool allowed) override;
 
   const Tensor& forward(const Tensor& x) override;
   // The pooling's backward, then the BatchNorm's (its parameters' gradients reported, dx written).

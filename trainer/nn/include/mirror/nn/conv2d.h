@@ -50,7 +50,6 @@ class Conv2d final : public Layer {
   void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
 
   // Blocked inputs on the CPU; y is blocked when allowed (set_blocked_output) and oneDNN's kernels want it.
-  bool accepts_blocked() const override { return device_.is_cpu(); }
   // x: [N, in, H, W].
   const Tensor& forward(const Tensor& x) override;
   // Reports bias (index 1, when present) and weight (index 0), then computes dx when need_dx.

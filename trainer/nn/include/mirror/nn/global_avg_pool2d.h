@@ -23,7 +23,6 @@ class GlobalAvgPool2d final : public Layer {
   // [C, H, W] -> [C].
   Shape output_sample_shape(const Shape& input_sample_shape) const override;
   // Blocked inputs on the CPU (the output [N, C] is plain either way; dx in x's layout).
-  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
 

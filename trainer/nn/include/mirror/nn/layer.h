@@ -101,13 +101,14 @@ class Layer {
   // Set by the model before every forward; valid for the duration of that forward (and its backward).
   void set_forward_context(const ForwardContext* context) { context_ = context; }
 
-  // Channel-blocked layouts (tensor.h's Layout) between CPU layers. accepts_blocked: forward takes x in a
-  // blocked layout (and then returns dx in x's layout); a model converts a blocked tensor to NCHW before a
-  // layer that does not (layout_bridge.h). set_blocked_output: the model allows the layer to give its output in a
-  // blocked layout when the next layer accepts it; by default (a layer used alone) outputs are NCHW. Either way
-  // dy arrives in the layout of the output and dx leaves in the layout of the input.
-  virtual bool accepts_blocked() const { return false; }
-  virtual void set_blocked_output(bool allowed) { blocked_output_ = allowed; }
+  // Channel-blocked layouts (tensor.h's Layout) between CPU layers, as data the layer holds (no hook to override):
+  // accepts_blocked: forward takes x in a blocked layout (and then returns dx in x's layout), set by the layer when
+  // it is built; a model converts a blocked tensor to NCHW before a layer that does not (layout_bridge.h).
+  // set_blocked_output: the model allows the layer to give its output in a blocked layout when the next layer
+  // accepts it (read at each forward); by default (a layer used alone) outputs are NCHW. Either way dy arrives
+  // in the layout of the output and dx leaves in the layout of the input.
+  bool accepts_blocked() const { return accepts_blocked_; }
+  void set_blocked_output(bool allowed) { blocked_output_ = allowed; }
 
   // Training or evaluation behaviour (matters for dropout and the like).
   void set_training(bool training) { training_ = training; }
@@ -134,6 +135,7 @@ class Layer {
 
  protected:
   bool training_ = true;
+  bool accepts_blocked_ = false;  // set by a layer that takes blocked tensors (on the CPU), when it is built
   bool blocked_output_ = false;
   const ForwardContext* context_ = nullptr;  // null in unit tests: seed 0, step 0, no ids, no reducer
 };

@@ -38,7 +38,6 @@ class Pool2d : public Layer {
   const Tensor& forward(const Tensor& x) override;
   // Blocked inputs on the CPU, pooled in their layout; y stays in it when the model allows (set_blocked_output),
   // else is reordered to NCHW (a tensor kh·kw times smaller than x for the usual windows); dx in x's layout.
-  bool accepts_blocked() const override { return device_.is_cpu(); }
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
   // Max pooling takes over a ReLU before it: y = relu(max(x)), the same values and gradients as max(relu(x))
   // (the winner of a window with a positive maximum is the same; any other window passes no gradient either way).

@@ -45,8 +45,6 @@ class Residual final : public Layer {
   std::vector<BufferSpec> buffer_specs() const override;
   void bind_buffers(std::span<float* const> buffers) override;
   // Blocked tensors go through (on the CPU): the output takes the body's layout, the shortcut's is converted to it.
-  bool accepts_blocked() const override { return device_.is_cpu(); }
-  void set_blocked_output(bool allowed) override;
   // On the CPU: a ReLU after the block is applied in the add's pass (y = relu(body + shortcut)), and dy is
   // masked by y > 0 once before both branches.
   bool absorb_following_relu();  // as BatchNorm2d's (chain_fusion.h)
