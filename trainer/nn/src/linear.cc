@@ -15,8 +15,9 @@ namespace mirror::nn {
 
 using ops::Trans;
 
-Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias)
-    : in_(in_features), out_(out_features), has_bias_(bias), device_(device), y_({0}, device), dx_({0}, device) {
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias, bool per_position)
+    : in_(in_features), out_(out_features), has_bias_(bias), per_position_(per_position), device_(device),
+      y_({0}, device), dx_({0}, device) {
   MIRROR_CHECK(in_ > 0 && out_ > 0, kInvalidArgument,
                "linear layer needs positive sizes, got in=" << in_ << " out=" << out_);
   if (device_.is_cpu() && detail::cpu_linear_forward_uses_matmul())
@@ -29,14 +30,24 @@ std::unique_ptr<Layer> Linear::create(const LayerArgs& args) {
   const std::int64_t out = args.settings.text("out_features") == "classes"
                                ? args.classes
                                : args.settings.required_integer("out_features", 1);
-  return std::make_unique<Linear>(shape_numel(args.input), out, args.device, args.settings.boolean("bias", true));
+  const bool per_position = args.input.size() == 2;  // [T, C]: a sequence
+  return std::make_unique<Linear>(per_position ? args.input.back() : shape_numel(args.input), out, args.device,
+                                  args.settings.boolean("bias", true), per_position);
 }
 
 Shape Linear::output_sample_shape(const Shape& input_sample_shape) const {
+  if (per_position_) {
+    MIRROR_CHECK(input_sample_shape.size() == 2 && input_sample_shape[1] == in_, kInvalidArgument,
+                 "linear layer over positions of " << in_ << " values cannot take samples of shape "
+                                                   << to_string(input_sample_shape) << "; expected [T, " << in_ << "]");
+    return {input_sample_shape[0], out_};
+  }
   MIRROR_CHECK(shape_numel(input_sample_shape) == in_, kInvalidArgument,
                "linear layer with " << in_ << " inputs cannot take samples of shape " << to_string(input_sample_shape));
   return {out_};
 }
+
+std::int64_t Linear::rows_of(const Tensor& x) const { return per_position_ && x.shape().size() == 3 ? x.dim(0) * x.dim(1) : x.dim(0); }
 
 std::vector<ParamSpec> Linear::parameter_specs() const {
   if (!has_bias_) return {{"weight", {out_, in_}}};
@@ -61,11 +72,16 @@ void Linear::init_parameter(std::size_t local_index, std::span<float> values, st
 
 const Tensor& Linear::forward(const Tensor& x) {
   MIRROR_CHECK(weight_.value != nullptr, kInternal, "linear layer used before its parameters were bound");
-  MIRROR_CHECK(x.shape().size() >= 1 && x.dim(0) > 0 && x.numel() == x.dim(0) * in_, kInvalidArgument,
-               "linear layer with " << in_ << " inputs got a batch of shape " << to_string(x.shape()));
-  const std::int64_t batch = x.dim(0);
+  MIRROR_CHECK(x.shape().size() >= 1 && x.dim(0) > 0 && (!per_position_ || x.shape().size() == 3) &&
+                   x.numel() == rows_of(x) * in_,
+               kInvalidArgument, "linear layer with " << in_ << " inputs" << (per_position_ ? " per position" : "")
+                                                      << " got a batch of shape " << to_string(x.shape()));
+  const std::int64_t batch = rows_of(x);
   x_ = &x;
-  y_.resize({batch, out_});
+  if (per_position_)
+    y_.resize({x.dim(0), x.dim(1), out_});
+  else
+    y_.resize({batch, out_});
   if (cpu_forward_)
     cpu_forward_->run("linear", batch, out_, in_, x.data(), weight_.value, y_.data());
   else
@@ -77,7 +93,7 @@ const Tensor& Linear::forward(const Tensor& x) {
 
 const Tensor* Linear::backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) {
   MIRROR_CHECK(x_ != nullptr, kInternal, "linear backward called before forward");
-  const std::int64_t batch = x_->dim(0);
+  const std::int64_t batch = rows_of(*x_);
   MIRROR_CHECK(dy.numel() == batch * out_, kInvalidArgument,
                "linear backward expects dy of shape [" << batch << ", " << out_ << "], got " << to_string(dy.shape()));
   const float beta = mode == GradMode::kAccumulate ? 1.0f : 0.0f;

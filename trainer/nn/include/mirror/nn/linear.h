@@ -1,6 +1,8 @@
 // mirror/nn/linear.h — fully connected layer y = x · Wᵀ + b, W stored [out, in] row-major (PyTorch's
 // layout), b [out] (optional). Inputs [batch, ...] are read as [batch, in] with in = product of the sample
-// dimensions, so a [C, H, W] sample is taken in C, H, W order, as PyTorch's Flatten + Linear do.
+// dimensions, so a [C, H, W] sample is taken in C, H, W order, as PyTorch's Flatten + Linear do; a [T, C]
+// sample (a sequence) is taken per position instead: [batch, T, in] → [batch, T, out], as nn.Linear on the last
+// axis.
 #pragma once
 
 #include <memory>
@@ -16,9 +18,12 @@ class CpuLinearForward;  // src/linear_cpu_matmul.h
 
 class Linear final : public Layer {
  public:
-  Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias = true);
+  // per_position: samples are [T, in_features] and each position is mapped (else a sample is flattened).
+  Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias = true,
+         bool per_position = false);
   ~Linear() override;
-  // {"type": "linear", "out_features": N or "classes", "bias": true}; in_features from the input shape.
+  // {"type": "linear", "out_features": N or "classes", "bias": true}; in_features from the input shape (its last
+  // axis for a [T, C] sample, per position).
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
   std::string kind() const override { return "linear"; }
@@ -37,8 +42,12 @@ class Linear final : public Layer {
   std::int64_t out_features() const { return out_; }
 
  private:
+  // Rows of the [rows, in] product for a batch x (samples, or samples × positions).
+  std::int64_t rows_of(const Tensor& x) const;
+
   std::int64_t in_, out_;
   bool has_bias_;
+  bool per_position_;
   Device device_;
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward
