@@ -2,13 +2,17 @@
 // in double and its derivative against central finite differences of it; LayerNorm over the last axis of
 // [T, C] samples against a forward in double, and its input, weight and bias gradients against central finite
 // differences of that forward (in double), accumulation and the order in which it reports its gradients; both
-// as model-file types; Linear per position of [T, C] samples against plain loops.
+// as model-file types; Linear per position of [T, C] samples against plain loops; Embedding of int32 ids, and a
+// tiny language model (embedding, layernorm, gelu, a head tied to the embedding) whose per-token loss gradients
+// match central finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "mirror/error.h"
+#include "mirror/nn/embedding.h"
 #include "mirror/nn/gelu.h"
+#include "mirror/nn/loss.h"
 #include "mirror/nn/layer_norm.h"
 #include "mirror/nn/linear.h"
 #include "mirror/nn/model_build.h"
@@ -152,6 +156,75 @@ TEST(Linear, MapsEachPositionOfASequence) {
   for (std::size_t k = 0; k < dw.size(); ++k) EXPECT_NEAR(dw[k], dw_ref[k], 1e-5) << k;
   for (std::size_t k = 0; k < db.size(); ++k) EXPECT_NEAR(db[k], db_ref[k], 1e-5) << k;
   for (std::size_t k = 0; k < dx.size(); ++k) EXPECT_NEAR(dx[k], dx_ref[k], 1e-5) << k;
+}
+
+TEST(Embedding, RowsOfTheWeightAndTheirGradientSums) {
+  Embedding emb(5, 3, Device{});
+  EXPECT_EQ(emb.output_sample_shape({4}), (Shape{4, 3}));
+  std::vector<float> w = random_vector(15, 21), dw(15, 7.0f);
+  emb.bind_parameters(std::vector<ParamBinding>{{w.data(), dw.data()}});
+  const std::vector<std::int32_t> ids = {4, 0, 4, 2};
+  Tensor x({2, 2}, Device{}, DType::kInt32);
+  x.copy_from_host(std::span<const std::int32_t>(ids));
+  const std::vector<float> y = emb.forward(x).to_host();
+  for (std::size_t p = 0; p < ids.size(); ++p)
+    for (std::size_t j = 0; j < 3; ++j) EXPECT_EQ(y[p * 3 + j], w[ids[p] * 3 + j]);
+  const std::vector<float> gv = random_vector(12, 22);
+  Tensor dy({2, 2, 3}, Device{});
+  dy.copy_from_host(gv);
+  EXPECT_EQ(emb.backward(dy, GradMode::kOverwrite, true, {}), nullptr);
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_FLOAT_EQ(dw[4 * 3 + j], gv[0 * 3 + j] + gv[2 * 3 + j]);  // token 4 at positions 0 and 2
+    EXPECT_FLOAT_EQ(dw[0 * 3 + j], gv[1 * 3 + j]);
+    EXPECT_EQ(dw[1 * 3 + j], 0.0f);
+  }
+  const std::vector<std::int32_t> bad = {1, 5, 0, 0};
+  x.copy_from_host(std::span<const std::int32_t>(bad));
+  try {
+    emb.forward(x);
+    FAIL() << "id 5 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("token id 5 at position 1 of sample 0 is outside [0, 5)"), std::string::npos) << e.message();
+  }
+}
+
+TEST(Embedding, ATinyLanguageModelWithATiedHead) {
+  const std::int64_t vocab = 7, t = 3, n = 2;
+  auto model = build_model(ModelDescription::parse(R"({"layers": [
+    {"type": "embedding", "name": "wte", "vocab": "classes", "channels": 4},
+    {"type": "layernorm", "name": "ln"},
+    {"type": "linear", "name": "fc", "out_features": 4},
+    {"type": "gelu", "name": "act"},
+    {"type": "add", "name": "res", "inputs": ["wte", "act"]},
+    {"type": "linear", "name": "head", "out_features": "classes", "bias": false, "tied_to": "wte"}]})", "lm"),
+                           {t}, vocab, Device{});
+  model->init_parameters(3);
+  EXPECT_EQ(model->parameters().front().name, "wte.weight");
+  EXPECT_EQ(model->num_parameters(), vocab * 4 + 4 + 4 + 4 * 4 + 4);  // the head's weight is wte's
+  const std::vector<std::int32_t> ids = {1, 6, 3, 0, 2, 2}, targets = {6, 3, 0, 2, 2, 5};
+  Tensor x({n, t}, Device{}, DType::kInt32), y({n, t}, Device{}, DType::kInt32);
+  x.copy_from_host(std::span<const std::int32_t>(ids));
+  y.copy_from_host(std::span<const std::int32_t>(targets));
+  SoftmaxCrossEntropy loss(Device{});
+  Tensor dlogits;
+  const Tensor& logits = model->forward(x);
+  EXPECT_EQ(logits.shape(), (Shape{n, t, vocab}));
+  loss.forward_backward(logits, y, dlogits);
+  model->backward(dlogits);
+  const std::vector<float> grads = model->grads_to_host();
+  std::vector<float> params = model->params_to_host();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const float saved = params[i];
+    auto mean_loss = [&](float v) {
+      params[i] = v;
+      model->params_from_host(params);
+      return loss.forward(model->forward(x), y).mean_loss();
+    };
+    const double h = 1e-3, numeric = (mean_loss(saved + h) - mean_loss(saved - h)) / (2 * h);
+    params[i] = saved;
+    model->params_from_host(params);
+    EXPECT_NEAR(grads[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "parameter " << i;
+  }
 }
 
 }  // namespace

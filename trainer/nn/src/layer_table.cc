@@ -9,6 +9,7 @@
 #include "mirror/nn/concat.h"
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/dropout.h"
+#include "mirror/nn/embedding.h"
 #include "mirror/nn/flatten.h"
 #include "mirror/nn/gelu.h"
 #include "mirror/nn/global_avg_pool2d.h"
@@ -33,6 +34,7 @@ const std::vector<LayerType>& layer_types() {
       {"global_avgpool", &GlobalAvgPool2d::create, "mean over H and W: [C, H, W] -> [C]"},
       {"batchnorm2d", &BatchNorm2d::create, "batch normalisation per channel (SyncBN over ranks): momentum, eps"},
       {"add", &Add::create, "merge: the elementwise sum of two or more inputs of one shape"},
+      {"embedding", &Embedding::create, "token ids [T] (int32) to vectors [T, C]: vocab (a number or \"classes\"), channels"},
       {"layernorm", &LayerNorm::create, "normalisation over the last axis (GPT-2's ln): eps (1e-5); weight 1, bias 0"},
       {"gelu", &Gelu::create, "GELU, tanh approximation (GPT-2's gelu_new)"},
       {"concat", &Concat::create, "merge: two or more inputs joined along the feature axis (F, C of [C,H,W], last of [T,C])"},

@@ -1,0 +1,41 @@
+// mirror/nn/embedding.h — Embedding: token ids (int32, [batch, T]) to vectors ([batch, T, C]) by rows of a weight
+// W [vocab, C] (GPT-2's wte; initialised N(0, 0.02)-like as U(±0.02·√3), the same variance). Backward adds each
+// position's dy to its token's row, positions in order, so a run is repeatable; the ids take no gradient.
+// An output head tied to it ({"type": "linear", "tied_to": ..., "bias": false}) uses the same W. CPU.
+#pragma once
+
+#include <memory>
+
+#include "mirror/nn/layer.h"
+
+namespace mirror::nn {
+
+struct LayerArgs;
+
+class Embedding final : public Layer {
+ public:
+  // kInvalidArgument for a vocabulary or width < 1, or a device without its kernels (CUDA, for now).
+  Embedding(std::int64_t vocab, std::int64_t channels, Device device);
+  static std::unique_ptr<Layer> create(const LayerArgs& args);  // {"type": "embedding", "vocab": V, "channels": C}
+
+  std::string kind() const override { return "embedding"; }
+  // [T] ids -> [T, C].
+  Shape output_sample_shape(const Shape& input_sample_shape) const override;
+  std::vector<ParamSpec> parameter_specs() const override { return {{"weight", {vocab_, channels_}}}; }
+  void bind_parameters(std::span<const ParamBinding> bindings) override;
+  void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
+
+  // x: int32 ids [batch, T], each in [0, vocab) (else kInvalidArgument naming the position and the id).
+  const Tensor& forward(const Tensor& x) override;
+  // Writes (or adds to) W's gradient, reports it (index 0); returns nullptr (ids take no gradient).
+  const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
+
+ private:
+  std::int64_t vocab_, channels_;
+  Device device_;
+  ParamBinding weight_;
+  const Tensor* ids_ = nullptr;
+  Tensor y_;
+};
+
+}  // namespace mirror::nn

@@ -1,0 +1,75 @@
+// embedding.cc — mirror/nn/embedding.h: row copies forward, row sums backward (positions in order).
+#include "mirror/nn/embedding.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "init.h"
+#include "mirror/error.h"
+#include "mirror/nn/layer_registry.h"
+
+namespace mirror::nn {
+
+Embedding::Embedding(std::int64_t vocab, std::int64_t channels, Device device)
+    : vocab_(vocab), channels_(channels), device_(device), y_({0}, device) {
+  MIRROR_CHECK(vocab >= 1 && channels >= 1, kInvalidArgument,
+               "embedding needs vocab >= 1 and channels >= 1, got vocab=" << vocab << " channels=" << channels);
+  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
+               "embedding runs on the CPU only in this build, not on " << to_string(device));
+}
+
+std::unique_ptr<Layer> Embedding::create(const LayerArgs& args) {
+  const std::int64_t vocab = args.settings.text("vocab") == "classes" ? args.classes
+                                                                      : args.settings.required_integer("vocab", 1);
+  return std::make_unique<Embedding>(vocab, args.settings.required_integer("channels", 1), args.device);
+}
+
+Shape Embedding::output_sample_shape(const Shape& input_sample_shape) const {
+  MIRROR_CHECK(input_sample_shape.size() == 1, kInvalidArgument,
+               "embedding takes samples of token ids [T], got " << to_string(input_sample_shape));
+  return {input_sample_shape[0], channels_};
+}
+
+void Embedding::bind_parameters(std::span<const ParamBinding> bindings) {
+  MIRROR_CHECK(bindings.size() == 1, kInternal, "embedding binds 1 parameter, got " << bindings.size());
+  weight_ = bindings[0];
+}
+
+void Embedding::init_parameter(std::size_t, std::span<float> values, std::uint64_t seed) const {
+  detail::fill_uniform(values, static_cast<float>(0.02 * std::sqrt(3.0)), seed);
+}
+
+const Tensor& Embedding::forward(const Tensor& x) {
+  MIRROR_CHECK(weight_.value != nullptr, kInternal, "embedding used before its parameters were bound");
+  MIRROR_CHECK(x.shape().size() == 2 && x.dim(0) > 0, kInvalidArgument,
+               "embedding needs a batch of ids [N, T], got " << to_string(x.shape()));
+  const std::int32_t* ids = x.as<std::int32_t>();
+  const std::int64_t positions = x.numel();
+  for (std::int64_t p = 0; p < positions; ++p)
+    MIRROR_CHECK(ids[p] >= 0 && ids[p] < vocab_, kInvalidArgument,
+                 "embedding: token id " << ids[p] << " at position " << p % x.dim(1) << " of sample " << p / x.dim(1)
+                                        << " is outside [0, " << vocab_ << ")");
+  ids_ = &x;
+  y_.resize({x.dim(0), x.dim(1), channels_});
+  float* out = y_.data();
+  for (std::int64_t p = 0; p < positions; ++p)
+    std::memcpy(out + p * channels_, weight_.value + ids[p] * channels_, static_cast<std::size_t>(channels_) * sizeof(float));
+  return y_;
+}
+
+const Tensor* Embedding::backward(const Tensor& dy, GradMode mode, bool, const LayerGradReady& grad_ready) {
+  MIRROR_CHECK(ids_ != nullptr && dy.numel() == ids_->numel() * channels_, kInvalidArgument,
+               "embedding backward expects dy of " << (ids_ ? ids_->numel() : 0) << " x " << channels_ << " values, got "
+                                                   << to_string(dy.shape()));
+  if (mode == GradMode::kOverwrite) std::memset(weight_.grad, 0, static_cast<std::size_t>(vocab_ * channels_) * sizeof(float));
+  const std::int32_t* ids = ids_->as<std::int32_t>();
+  const float* g = dy.data();
+  for (std::int64_t p = 0; p < ids_->numel(); ++p) {
+    float* row = weight_.grad + ids[p] * channels_;
+    for (std::int64_t j = 0; j < channels_; ++j) row[j] += g[p * channels_ + j];
+  }
+  if (grad_ready) grad_ready(0);
+  return nullptr;
+}
+
+}  // namespace mirror::nn
