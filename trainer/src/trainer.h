@@ -49,8 +49,8 @@ class Trainer {
   // parameters), then its optimizer.
   void setup_model_and_optimizer();
   bool shares_buffers() const;   // the gradient communicator's shared buffers are used directly (CPU, world > 1)
-  // `count` floats of shared memory kept in `slot`, or null (and shared_memory_failed_ set) where /dev/shm fails.
-  float* shared_floats(coll::SharedBuffer& slot, std::int64_t count);
+  // `bytes` of shared memory kept in `slot`, or null (and shared_memory_failed_ set) where /dev/shm fails.
+  void* shared_memory(coll::SharedBuffer& slot, std::size_t bytes);
   void restore_state();          // initial parameters from rank 0, or a checkpoint
   void setup_gradient_sync();
   void setup_telemetry();        // TensorBoard (rank 0) and the timeline: collective (clock offsets)

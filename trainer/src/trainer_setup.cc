@@ -98,10 +98,10 @@ bool Trainer::shares_buffers() const {
   return device_.is_cpu() && world_ > 1 && ctx_.gradients->backend().shares_allocated_buffers;
 }
 
-float* Trainer::shared_floats(coll::SharedBuffer& slot, std::int64_t count) {
+void* Trainer::shared_memory(coll::SharedBuffer& slot, std::size_t bytes) {
   try {
-    slot = ctx_.gradients->allocate_shared(static_cast<std::size_t>(count) * sizeof(float));
-    return slot.as<float>();
+    slot = ctx_.gradients->allocate_shared(bytes);
+    return slot.data();
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kIo) throw;
     shared_memory_failed_ = e.message();
@@ -117,20 +117,17 @@ void Trainer::setup_model_and_optimizer() {
   // 16-bit gradients are reduced in their own buffer (GradWire): that one is shared instead.
   nn::ModelMemory memory;
   if (shares_buffers()) {
-    if (sharded_) memory.parameters = [this](std::int64_t n) { return shared_floats(param_memory_, n); };
+    auto floats = [this](coll::SharedBuffer& slot, std::int64_t n) {
+      return static_cast<float*>(shared_memory(slot, static_cast<std::size_t>(n) * sizeof(float)));
+    };
+    if (sharded_) memory.parameters = [this, floats](std::int64_t n) { return floats(param_memory_, n); };
     if (config_.grad_dtype == GradDtype::kFp32)
-      memory.gradients = [this](std::int64_t n) { return shared_floats(grad_memory_, n); };
+      memory.gradients = [this, floats](std::int64_t n) { return floats(grad_memory_, n); };
   }
   model_ = std::make_unique<nn::Model>(std::move(*graph_), memory);
   graph_.reset();
-  if (shares_buffers() && config_.grad_dtype != GradDtype::kFp32) {
-    try {
-      wire_memory_ = ctx_.gradients->allocate_shared(static_cast<std::size_t>(model_->num_parameters()) * 2);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kIo) throw;
-      shared_memory_failed_ = e.message();
-    }
-  }
+  if (shares_buffers() && config_.grad_dtype != GradDtype::kFp32)
+    shared_memory(wire_memory_, static_cast<std::size_t>(model_->num_parameters()) * sizeof(std::uint16_t));
   check_dataset_fits(*model_, *dataset_);
   optimizer_ = nn::Optimizer::create(optimizer_options(config_), model_->num_parameters(), device_);
   if (!config_.decay_bn_and_bias) optimizer_->set_decay_exempt(nn::decay_exempt_ranges(model_->parameters()));

@@ -308,7 +308,9 @@ const Tensor& Model::forward(const Tensor& x, const ForwardContext& context) {
                                                         << x.dim(0));
   batch_ = x.dim(0);
   context_ = context;
-  std::vector<const Tensor*> outputs(layers_.size(), nullptr), xs;
+  std::vector<const Tensor*>& outputs = forward_outputs_;
+  outputs.assign(layers_.size(), nullptr);
+  std::vector<const Tensor*> xs;
   for (std::size_t n = 0; n < layers_.size(); ++n) {
     Node& node = nodes_[n];
     xs.clear();

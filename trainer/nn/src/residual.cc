@@ -4,7 +4,6 @@
 // normalisation of a BatchNorm2d that ends the body (bn_hand_over.h: its output is then never written).
 #include "mirror/nn/residual.h"
 
-#include <bit>
 #include <cstdint>
 
 #include "bn_hand_over.h"

@@ -194,6 +194,7 @@ class Model {
   // Gives the logits in NCHW.
   std::unique_ptr<detail::LayoutBridge> output_bridge_;
   DeviceBuffer tied_grads_;       // the gradients of tied nodes' uses, added to the owners' in backward
+  std::vector<const Tensor*> forward_outputs_;  // each node's output in the last forward
   std::vector<Shape> output_shapes_;
   std::vector<std::size_t> first_param_;  // global index of each layer's first parameter
   std::vector<ParamInfo> infos_;

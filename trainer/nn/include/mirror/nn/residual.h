@@ -51,7 +51,6 @@ class Residual final : public Layer {
   // Whether the last forward's add normalised the body's output itself: a body ending in a BatchNorm2d hands its
   // normalisation to the add on blocked tensors (CPU; src/bn_hand_over.h). For tests.
   bool normalised_body() const { return normalised_body_; }
-  bool applies_relu() const { return relu_after_; }
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor* backward(const Tensor& dy, GradMode mode, bool need_dx, const LayerGradReady& grad_ready) override;
