@@ -8,6 +8,7 @@
 #include "h5.h"
 #include "mirror/error.h"
 #include "shard_names.h"
+#include "token_dataset.h"
 
 namespace mirror::data {
 
@@ -174,6 +175,7 @@ int64_t check_split(hid_t root, const std::string& file, const ShardHeader& h, c
 
 Dataset Dataset::open(const std::string& path) {
   const std::vector<std::string> files = resolve_shard_files(path);
+  if (is_token_dataset(files[0])) return open_tokens(files);  // token_dataset.cc
   Dataset ds;
   ds.info_.files = files;
   ds.train_.name = "train";

@@ -1,4 +1,4 @@
-// inspect.cc — inspect_report: what `mirror-data inspect` prints about a dataset.
+// inspect.cc — inspect_report: what `mirror-data inspect` prints about a dataset (of samples, or of tokens).
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
@@ -7,6 +7,26 @@
 #include "mirror/data/dataset.h"
 
 namespace mirror::data {
+
+namespace {
+
+// The part of the report that differs for a token dataset: tokenizer, vocabulary, each split's tokens.
+void report_tokens(const Dataset& ds, uintmax_t bytes, std::ostream& os) {
+  const DatasetInfo& info = ds.info();
+  os << "kind         tokens\n";
+  os << "tokenizer    " << info.tokenizer << "\n";
+  os << "vocabulary   " << info.vocab_size << " token ids\n";
+  for (const char* name : {"train", "test"}) {
+    const SplitInfo& s = ds.split(name);
+    os << "/" << name << "       " << s.size << " tokens; " << (s.token_bytes == 2 ? "uint16" : "uint32") << "; chunk ";
+    if (s.chunk_samples > 0) os << s.chunk_samples << " tokens"; else os << "none (contiguous)";
+    os << "\n";
+  }
+  const double tokens = static_cast<double>(info.train_size + info.test_size);
+  os << "on disk      " << bytes << " bytes (" << std::setprecision(2) << bytes / tokens << " bytes per token)\n";
+}
+
+}  // namespace
 
 std::string inspect_report(const std::string& path) {
   const Dataset ds = Dataset::open(path);
@@ -18,6 +38,10 @@ std::string inspect_report(const std::string& path) {
   os << "files        " << info.files.size() << " (" << std::fixed << std::setprecision(1) << bytes / 1048576.0
      << " MiB on disk)\n";
   os << "format       version " << info.format_version << "\n";
+  if (info.text) {
+    report_tokens(ds, bytes, os);
+    return os.str();
+  }
   os << "classes      " << info.num_classes;
   if (!info.class_names.empty()) {
     os << " (";

@@ -12,6 +12,8 @@
 namespace mirror::data {
 
 SplitReader::SplitReader(const Dataset& dataset, const std::string& split, std::size_t chunk_cache_bytes) {
+  MIRROR_CHECK(!dataset.info().text, kInvalidArgument,
+               "dataset " << dataset.describe() << " is a token dataset; its windows are read by context, not as samples");
   const SplitInfo& info = dataset.split(split);
   split_ = "/" + info.name;
   dtype_ = dataset.info().x_dtype;

@@ -1,6 +1,6 @@
-// train_loader.cc — TrainLoader: picks the batch source for the sharding mode, augments its batches when
-// asked, and runs it either on the caller's thread (prefetch_depth 0) or on a Prefetcher thread, timing how
-// long next() waits.
+// train_loader.cc — TrainLoader: picks the batch source for the sharding mode (or the window source of a
+// token dataset), augments its batches when asked, and runs it either on the caller's thread (prefetch_depth
+// 0) or on a Prefetcher thread, timing how long next() waits.
 #include "mirror/data/train_loader.h"
 
 #include <chrono>
@@ -10,8 +10,26 @@
 #include "batch_source.h"
 #include "mirror/error.h"
 #include "prefetcher.h"
+#include "window_source.h"
 
 namespace mirror::data {
+
+namespace {
+
+// A token dataset's options: a context, index sharding, no augmentation.
+void check_text_options(const Dataset& dataset, const LoaderOptions& options) {
+  MIRROR_CHECK(options.context >= 1, kInvalidArgument,
+               "token dataset " << dataset.describe() << " needs a context (tokens per window input) >= 1, got "
+                                << options.context);
+  MIRROR_CHECK(options.sharding == Sharding::kIndex, kInvalidArgument,
+               "--sharding files is not available for token dataset " << dataset.describe()
+                   << " (a single file; every rank reads only its own windows): use --sharding index");
+  MIRROR_CHECK(!options.augment.enabled(), kInvalidArgument,
+               "augmentation (random crop, flip) is for image samples; token dataset " << dataset.describe()
+                   << " cannot be augmented");
+}
+
+}  // namespace
 
 const char* to_string(Sharding sharding) { return sharding == Sharding::kIndex ? "index" : "files"; }
 
@@ -24,7 +42,7 @@ Sharding parse_sharding(const std::string& name) {
 struct TrainLoader::Impl {
   LoaderOptions options;
   std::unique_ptr<BatchSource> source;
-  IndexSource* index_source = nullptr;
+  const Sampler* sampler = nullptr;        // kIndex and token datasets
   std::optional<Augmenter> augmenter;      // options.augment enabled; used by the thread that makes batches
   std::unique_ptr<Prefetcher> prefetcher;  // prefetch_depth > 0
   int64_t epoch = -1;
@@ -47,11 +65,22 @@ TrainLoader::TrainLoader(const Dataset& dataset, SamplerOptions sampler, LoaderO
                "random crop padding must be >= 0, got " << options.augment.crop_padding);
   impl_->options = options;
   impl_->batch = sampler.batch_per_rank;
+  if (dataset.info().text) {
+    check_text_options(dataset, options);
+    auto src = std::make_unique<WindowSource>(dataset, options.split, sampler, options.context,
+                                              options.chunk_cache_bytes);
+    impl_->sampler = &src->sampler();
+    impl_->source = std::move(src);
+    return;
+  }
+  MIRROR_CHECK(options.context == 0, kInvalidArgument,
+               "context " << options.context << " is for token datasets; dataset " << dataset.describe()
+                          << " holds samples with labels (leave the context 0)");
   if (options.augment.enabled()) impl_->augmenter.emplace(options.augment, dataset.info(), sampler.seed);
   if (options.sharding == Sharding::kIndex) {
     auto src = std::make_unique<IndexSource>(dataset, options.split, sampler, options.in_memory,
                                              options.chunk_cache_bytes);
-    impl_->index_source = src.get();
+    impl_->sampler = &src->sampler();
     impl_->source = std::move(src);
   } else {
     impl_->source = std::make_unique<FileStreamSource>(dataset, options.split, sampler, options.shuffle_buffer,
@@ -94,8 +123,6 @@ bool TrainLoader::next(Batch& out) {
 
 int64_t TrainLoader::steps_per_epoch() const { return impl_->source->steps_per_epoch(); }
 int64_t TrainLoader::batch_per_rank() const { return impl_->batch; }
-const Sampler* TrainLoader::sampler() const {
-  return impl_->index_source ? &impl_->index_source->sampler() : nullptr;
-}
+const Sampler* TrainLoader::sampler() const { return impl_->sampler; }
 
 }  // namespace mirror::data

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "mirror/data/loader.h"
+#include "mirror/error.h"
 
 namespace mirror::data {
 
@@ -60,6 +61,8 @@ LoopResult loop(const Dataset& ds, const BenchOptions& o, bool in_memory, int pr
 
 void run_bench(const BenchOptions& o, std::ostream& out) {
   const Dataset ds = Dataset::open(o.path);
+  MIRROR_CHECK(!ds.info().text, kInvalidArgument,
+               "mirror-data bench measures datasets of samples; " << ds.describe() << " is a token dataset");
   const double row_mb = static_cast<double>(ds.info().features * static_cast<int64_t>(dtype_size(ds.info().x_dtype))) / 1e6;
   char line[256];
   auto row = [&](const char* what, int64_t samples, double secs) {

@@ -1,5 +1,6 @@
 // mirror_data.cc — the mirror-data program: `fashion-mnist` and `synth` write datasets in Mirror's
-// format, `import` converts the user's own data (.npy, .npz, HDF5, image folders), `inspect` describes one,
+// format, `import` converts the user's own data (.npy, .npz, HDF5, image folders), `text` tokenizes text files
+// into a token dataset for language models, `inspect` describes one,
 // `bench` measures the reader (see scripts/bench_data.sh).
 #include <CLI/CLI.hpp>
 
@@ -13,6 +14,7 @@
 
 #include "bench.h"
 #include "import_command.h"
+#include "text_command.h"
 #include "mirror/data/convert.h"
 #include "mirror/data/train_loader.h"
 #include "mirror/error.h"
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   add_write_options(sy, synth_write);
 
   ImportCommand import_cmd(app);
+  TextCommand text_cmd(app);
 
   auto* in = app.add_subcommand("inspect", "Print splits, shapes, dtypes, class histograms, chunking and size on disk");
   in->add_option("file", path, "Dataset file (or any shard of a sharded dataset)")->required();
@@ -104,6 +107,8 @@ int main(int argc, char** argv) {
       for (const auto& f : mirror::data::write_synthetic(out, synth, synth_write)) std::printf("wrote %s\n", f.c_str());
     } else if (import_cmd.chosen()) {
       import_cmd.run();
+    } else if (text_cmd.chosen()) {
+      text_cmd.run();
     } else if (*in) {
       std::fputs(mirror::data::inspect_report(path).c_str(), stdout);
     } else if (*be) {

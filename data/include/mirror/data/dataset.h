@@ -1,5 +1,8 @@
 // mirror/data/dataset.h — the HDF5 dataset format (docs/dataset-format.md) and Dataset, which opens one
 // file or a set of shard files, checks everything the format promises, and describes what it found.
+// Two kinds of dataset share it: samples with class labels (images, feature vectors: no `kind`
+// attribute) and token datasets for language models (`kind` = "tokens": one file, /train/tokens and
+// /test/tokens, see "Token datasets" in the doc); DatasetInfo::text tells them apart.
 // Dataset holds metadata only (no open file handles): it is cheap to copy, and every reader opens the
 // files itself, in the process (and thread) that reads them.
 #pragma once
@@ -27,10 +30,11 @@ struct Scaling {
 // One split ("train" or "test") over all shard files.
 struct SplitInfo {
   std::string name;                   // "train" | "test"
-  int64_t size = 0;                   // samples over all shards
+  int64_t size = 0;                   // samples over all shards (token datasets: tokens)
   std::vector<int64_t> shard_sizes;   // samples in each shard file, in shard order
   std::vector<int64_t> class_counts;  // histogram of y (num_classes entries), computed on open
-  int64_t chunk_samples = 0;          // rows per HDF5 chunk of x in the first shard (0: contiguous)
+  int64_t chunk_samples = 0;          // rows per HDF5 chunk of x in the first shard (0: contiguous); tokens per chunk
+  int64_t token_bytes = 0;            // token datasets: 2 (tokens stored as uint16) or 4 (uint32); else 0
 };
 
 struct DatasetInfo {
@@ -44,6 +48,11 @@ struct DatasetInfo {
   int64_t train_size = 0;
   int64_t test_size = 0;
   std::vector<std::string> files;  // the shard files in shard order (one entry for a single file)
+  // Token datasets (kind "tokens"): text is true, num_classes == vocab_size, train_size/test_size are token
+  // counts; sample_shape is empty, features 0, class_names empty, x_dtype and scaling unused.
+  bool text = false;
+  std::string tokenizer;           // e.g. "bytes"
+  int64_t vocab_size = 0;          // every token is in [0, vocab_size)
 };
 
 class Dataset {
@@ -53,6 +62,9 @@ class Dataset {
   // equal N for x and y, labels in range, non-empty splits, and that shard files agree; any violation
   // throws mirror::Error (kIo for a missing file, kFormat otherwise) naming the file, the dataset and the
   // expectation.
+  // A file whose `kind` attribute is "tokens" is a token dataset: it must be a single file, and every token
+  // of both splits is checked to be < vocab_size (one chunked pass; the first bad one is named with its split
+  // and position).
   static Dataset open(const std::string& path_or_first_shard);
 
   const DatasetInfo& info() const { return info_; }
@@ -64,6 +76,7 @@ class Dataset {
   std::string describe() const;
 
  private:
+  static Dataset open_tokens(const std::vector<std::string>& files);  // token_dataset.cc
   DatasetInfo info_;
   SplitInfo train_, test_;
 };

@@ -2,6 +2,9 @@
 // together cover every sample exactly once. Parts differ in size by at most one sample (rank r gets
 // [r*N/W, (r+1)*N/W)); batches hold up to batch_size samples, the last one may be short. A rank's part
 // may be empty when N < W.
+// For a token dataset the units are windows of `context` (mirror/data/windows.h): N = window_count(tokens,
+// context), windows consecutive at stride context from the split's first token; each batch holds `tokens`
+// and `y` (size x context each) and `indices` = window indices; first_index/count/num_batches count windows.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +18,10 @@ namespace mirror::data {
 
 class EvalLoader {
  public:
-  EvalLoader(const Dataset& dataset, const std::string& split, int world_size, int rank, int64_t batch_size);
+  // context: tokens per window input, required >= 1 for a token dataset (which must then have at least one
+  // window) and 0 for a dataset of samples; throws kInvalidArgument otherwise.
+  EvalLoader(const Dataset& dataset, const std::string& split, int world_size, int rank, int64_t batch_size,
+             int64_t context = 0);
   ~EvalLoader();
   EvalLoader(const EvalLoader&) = delete;
   EvalLoader& operator=(const EvalLoader&) = delete;
@@ -24,8 +30,8 @@ class EvalLoader {
   bool next(Batch& out);
   void reset();
 
-  int64_t first_index() const;  // global index of this rank's first sample
-  int64_t count() const;        // samples in this rank's part
+  int64_t first_index() const;  // global index of this rank's first sample (token dataset: window)
+  int64_t count() const;        // samples (windows) in this rank's part
   int64_t num_batches() const;  // ceil(count / batch_size)
 
  private:

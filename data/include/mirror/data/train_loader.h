@@ -11,6 +11,11 @@
 // blocks in sequence, shuffled through a buffer of shuffle_buffer samples. Every rank runs the same number
 // of steps (that of the rank with the fewest samples); the rest of a rank's samples are dropped. This gives
 // up the exact N-ranks-equal-one-rank equivalence of kIndex: which samples meet in a step depends on W.
+// Token datasets (DatasetInfo::text): LoaderOptions::context = T >= 1 cuts the split into windows of T + 1
+// tokens at stride T (mirror/data/windows.h); the Sampler permutes window indices as it permutes samples
+// (kIndex's equivalence holds), and each batch holds `tokens` (inputs) and `y` (targets), size x T each,
+// read from HDF5 window by window (only this rank's windows; in_memory does not apply). kFiles and
+// augmentation are refused for token datasets.
 #pragma once
 
 #include <cstdint>
@@ -56,14 +61,17 @@ struct LoaderOptions {
   int64_t shuffle_buffer = 8192; // kFiles only: samples in the shuffle buffer
   std::size_t chunk_cache_bytes = 64u << 20;  // HDF5 chunk cache per x dataset
   AugmentOptions augment;        // the seed is the sampler's
+  int64_t context = 0;           // token datasets: tokens per window input, T >= 1 (required); 0 for samples
 };
 
 class TrainLoader {
  public:
-  // sampler.dataset_size may be 0 (it is taken from the split); otherwise it must equal the split's size.
-  // Throws (before any thread starts) for bad options, a missing split, fewer samples than one global
-  // batch (saying how many ranks x batch would fit), kFiles with fewer shard files than ranks, or
-  // augmentation of samples that are not images.
+  // sampler.dataset_size may be 0 (it is taken from the split); otherwise it must equal the split's size
+  // (token datasets: its window count). Throws (before any thread starts) for bad options, a missing split,
+  // fewer samples than one global batch (saying how many ranks x batch would fit), kFiles with fewer shard
+  // files than ranks, or augmentation of samples that are not images; for a token dataset, a context < 1,
+  // fewer windows than one global batch (saying tokens, windows and context), kFiles or augmentation; a
+  // context != 0 for a dataset of samples.
   TrainLoader(const Dataset& dataset, SamplerOptions sampler, LoaderOptions options = {});
   ~TrainLoader();  // stops the prefetch thread; never throws
   TrainLoader(const TrainLoader&) = delete;
@@ -78,7 +86,7 @@ class TrainLoader {
 
   int64_t steps_per_epoch() const;
   int64_t batch_per_rank() const;
-  // The Sampler of kIndex mode (nullptr in kFiles mode).
+  // The Sampler of kIndex mode and of token datasets (over windows); nullptr in kFiles mode.
   const Sampler* sampler() const;
 
  private:
