@@ -211,11 +211,13 @@ def header(h, version):
          f"model_description={text(h, 'model_description')}")
     if version >= 3:
         t += f";loss_scale=0x0p+0;loss_scale_good_steps={int(a['loss_scale_good_steps'])}"
+    if version >= 4:
+        t += f";tokenizer={s(h, 'tokenizer')}"
     return np.uint32(zlib.crc32(t.encode()) & 0xFFFFFFFF)
 with h5py.File(dst, "r+") as h:
-    assert int(h.attrs["format_version"]) == 3 and float(h.attrs["loss_scale"]) == 0.0
-    assert header(h, 3) == h.attrs["header_crc32"], "the version-3 header CRC is not reproduced"
-    del h.attrs["loss_scale"], h.attrs["loss_scale_good_steps"]
+    assert int(h.attrs["format_version"]) == 4 and float(h.attrs["loss_scale"]) == 0.0
+    assert header(h, 4) == h.attrs["header_crc32"], "the version-4 header CRC is not reproduced"
+    del h.attrs["loss_scale"], h.attrs["loss_scale_good_steps"], h.attrs["tokenizer"]
     h.attrs.modify("format_version", np.int64(2))
     h.attrs.modify("header_crc32", header(h, 2))
 PY
@@ -227,8 +229,8 @@ mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 2 --batch-size 16 --
 grep -q "resumed from $TMP/v2.h5 at step 30" "$TMP/v2.log" || fail "$(cat "$TMP/v2.log")"
 grep -q "as fp16 (loss scale 65536" "$TMP/v2.log" || fail "a version-2 resume does not start at --loss-scale: $(head -1 "$TMP/v2.log")"
 "$MIRROR_CKPT" inspect "$TMP/from-v2/ckpt-00000060.h5" >"$TMP/v3.txt"
-grep -q "format version 3" "$TMP/v3.txt" || fail "the resumed run did not write version 3: $(cat "$TMP/v3.txt")"
-echo "ok: a version-2 checkpoint resumes (fp16 from the initial loss scale) and the run writes version 3"
+grep -q "format version 4" "$TMP/v3.txt" || fail "the resumed run did not write version 4: $(cat "$TMP/v3.txt")"
+echo "ok: a version-2 checkpoint resumes (fp16 from the initial loss scale) and the run writes version 4"
 
 # ---- 5. overflow skips, non-finite loss stops -------------------------------------------------------
 mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 2 --batch-size 16 --eval-every 1 --progress off \

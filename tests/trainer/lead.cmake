@@ -11,7 +11,7 @@ set(_mirror_script_env
   "TRAINER=$<TARGET_FILE:trainer>" "MIRROR_DATA=$<TARGET_FILE:mirror-data>" "MIRROR_EVAL=$<TARGET_FILE:mirror-eval>"
   "MIRROR_CKPT=$<TARGET_FILE:mirror-ckpt>" "MIRRORRUN=$<TARGET_FILE:mirrorrun>" "MPIEXEC=${MPIEXEC_EXECUTABLE}" "MPIEXEC_FLAGS=${_mirror_flags}")
 foreach(script equivalence sync_bn cnn_resume weight_decay cnn_misfits resume bad_flags eval_ckpt restart preempt
-        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype stop_signal)
+        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype stop_signal lm)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()

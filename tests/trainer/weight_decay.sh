@@ -10,7 +10,7 @@ source "$(dirname "$0")/../scripts/lib.sh"
 one=(--data "$TMP/img.h5" --model cnn-bn --epochs 1 --max-steps 1 --checkpoint-every 1 --eval-every 0 --progress off
      --seed 5 --global-batch-size 32 --lr 0.1 --momentum 0 --weight-decay 0.5)
 mpi 1 "$TRAINER" "${one[@]}" --checkpoint-dir "$TMP/exempt" >"$TMP/exempt.out"
-grep -Eq "weight decay 0.5 on [0-9]+ of [0-9]+ parameters \(BatchNorm weight/bias and biases exempt\)" "$TMP/exempt.out" \
+grep -Eq "weight decay 0.5 on [0-9]+ of [0-9]+ parameters \(normalisation weight/bias and biases exempt\)" "$TMP/exempt.out" \
   || fail "no weight-decay line in the banner: $(cat "$TMP/exempt.out")"
 mpi 1 "$TRAINER" "${one[@]}" --decay-bn-and-bias --checkpoint-dir "$TMP/all" >/dev/null
 out="$("$MIRROR_CKPT" diff "$TMP/exempt/ckpt-00000001.h5" "$TMP/all/ckpt-00000001.h5" --tol 0 || true)"

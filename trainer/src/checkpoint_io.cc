@@ -57,6 +57,7 @@ std::string header_text(const CheckpointState& s) {
   if (s.format_version >= 3)
     o << ";loss_scale=" << std::hexfloat << s.loss_scale << std::defaultfloat
       << ";loss_scale_good_steps=" << s.loss_scale_good_steps;
+  if (s.format_version >= 4) o << ";tokenizer=" << s.tokenizer;
   return o.str();
 }
 
@@ -309,6 +310,7 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
   write_text(f, "metrics_jsonl", s.metrics_jsonl);
   write_f64(f, "loss_scale", s.loss_scale);
   write_i64(f, "loss_scale_good_steps", s.loss_scale_good_steps);
+  write_str(f, "tokenizer", s.tokenizer);
   const std::string header = header_text(s);
   write_u32(f, "header_crc32", crc32_of(header.data(), header.size()));
   write_tensors(f, "params", s.params);
@@ -388,6 +390,7 @@ CheckpointState read_checkpoint(const std::string& path) {
     s.loss_scale = r.f64("loss_scale");
     s.loss_scale_good_steps = r.i64("loss_scale_good_steps");
   }
+  if (version >= 4) s.tokenizer = r.str("tokenizer");
   if (!holds(s.sample_shape, s.input_features))
     MIRROR_THROW(kFormat, path << ": sample_shape [" << shape_text(s.sample_shape) << "] does not hold input_features "
                                << s.input_features << " values; the checkpoint is corrupt");

@@ -185,6 +185,18 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
   app.add_option("--epochs", c.epochs, "epochs to train")->check(cli::integer_in(1, 1000000))->group("Training");
   app.add_option("--max-steps", c.max_steps, "stop after this many optimizer steps in all (0: no limit)")
       ->check(cli::non_negative_integer())->group("Training");
+  app.add_option("--train-steps", c.train_steps,
+                 "train exactly this many optimizer steps in all, crossing epochs as needed, instead of --epochs; "
+                 "the schedule (warmup, cosine to --min-lr) spans them (0: --epochs decides)")
+      ->check(cli::non_negative_integer())->group("Training");
+  app.add_option("--context", c.context,
+                 "language models: tokens per training window (0: the model's context, its position embedding's "
+                 "rows); the checkpoint records it for mirror-eval and mirror-generate")
+      ->check(cli::non_negative_integer())->group("Training");
+  app.add_option("--grad-clip", c.grad_clip,
+                 "clip the L2 norm of the averaged gradient over all parameters to this (0: off); the metrics "
+                 "carry grad_norm")
+      ->check(cli::non_negative_number())->group("Optimizer");
   auto* bs = app.add_option("--batch-size", c.batch_size, "samples per rank per step (default 64)")
                  ->check(cli::positive_integer())->group("Training");
   auto* gbs = app.add_option("--global-batch-size", c.global_batch_size,
@@ -203,7 +215,7 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
   app.add_option("--weight-decay", c.weight_decay, "weight decay (decoupled for adamw)")
       ->check(cli::non_negative_number())->group("Optimizer");
   app.add_flag("--decay-bn-and-bias", c.decay_bn_and_bias,
-               "weight decay on BatchNorm's weight/bias and on biases too (default: on the other parameters only)")
+               "weight decay on BatchNorm's and LayerNorm's weight/bias and on biases too (default: on the other parameters only)")
       ->group("Optimizer");
   app.add_option("--beta1", c.beta1, "AdamW beta1")->check(cli::probability())->group("Optimizer");
   app.add_option("--beta2", c.beta2, "AdamW beta2")->check(cli::probability())->group("Optimizer");
@@ -282,7 +294,14 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
 
   app.add_option("--eval-every", c.eval_every, "evaluate on the test split every this many epochs (0: never)")
       ->check(cli::non_negative_integer())->group("Output");
-  app.add_option("--metrics", c.metrics, "write one JSON object per epoch to this file (rank 0)")->group("Output");
+  app.add_option("--eval-every-steps", c.eval_every_steps,
+                 "language models: also evaluate every this many steps, on at most --eval-batches batches "
+                 "(0: only at epoch ends; the end of training evaluates the whole test split)")
+      ->check(cli::non_negative_integer())->group("Output");
+  app.add_option("--eval-batches", c.eval_batches,
+                 "--eval-every-steps: at most this many batches of the test split per evaluation (0: all)")
+      ->check(cli::non_negative_integer())->group("Output");
+  app.add_option("--metrics", c.metrics, "write one JSON object per epoch (and per evaluation) to this file (rank 0)")->group("Output");
   add_choice(app, "--progress", c.progress, kToggles, "progress bar: auto (on a terminal), on or off")
       ->group("Output");
   app.add_option("--tensorboard", c.tensorboard,

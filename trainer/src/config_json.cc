@@ -51,6 +51,8 @@ void validate(TrainConfig& c, int world_size) {
                "--loss-scale and --loss-scale-growth-interval apply to --grad-dtype fp16 only (got --grad-dtype "
                    << to_string(c.grad_dtype) << ")");
   if (c.grad_dtype == GradDtype::kFp16 && c.loss_scale == 0.0) c.loss_scale = 65536.0;
+  MIRROR_CHECK(c.eval_batches == 0 || c.eval_every_steps > 0, kInvalidArgument,
+               "--eval-batches limits the evaluations of --eval-every-steps; give --eval-every-steps N too");
   if (c.optimizer == nn::OptimizerKind::kAdamW)
     MIRROR_CHECK(c.beta1 < 1.0 && c.beta2 < 1.0, kInvalidArgument, "--beta1 and --beta2 must be below 1");
 }
@@ -72,6 +74,8 @@ std::string to_json(const TrainConfig& c) {
   j["sync_bn"] = c.sync_bn;
   j["epochs"] = c.epochs;
   j["max_steps"] = c.max_steps;
+  j["train_steps"] = c.train_steps;
+  j["context"] = c.context;
   j["batch_size"] = c.batch_size;
   j["global_batch_size"] = c.global_batch_size;
   j["accum_steps"] = c.accum_steps;
@@ -84,6 +88,7 @@ std::string to_json(const TrainConfig& c) {
   j["beta1"] = c.beta1;
   j["beta2"] = c.beta2;
   j["eps"] = c.eps;
+  j["grad_clip"] = c.grad_clip;
   j["warmup_steps"] = c.warmup_steps;
   j["decay"] = cli::enum_name(kDecays, c.decay);
   j["decay_step_size"] = c.decay_step_size;
@@ -111,6 +116,8 @@ std::string to_json(const TrainConfig& c) {
   j["min_delta"] = c.min_delta;
   j["resume"] = c.resume.kind == ResumeFrom::Kind::kLatest ? "auto" : c.resume.path;
   j["eval_every"] = c.eval_every;
+  j["eval_every_steps"] = c.eval_every_steps;
+  j["eval_batches"] = c.eval_batches;
   j["metrics"] = c.metrics;
   j["tensorboard"] = c.tensorboard;
   j["tensorboard_every"] = c.tensorboard_every;

@@ -1,5 +1,5 @@
 // epoch_reporter.cc — epoch_reporter.h: evaluation, one all-reduce of the epoch's sums, the metrics line, the
-// best verdict.
+// best verdict; a language model's lines (tokens/s, perplexity, bits per byte), also inside an epoch.
 #include "epoch_reporter.h"
 
 #include <unistd.h>
@@ -14,6 +14,7 @@
 
 #include "mirror/error.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/language_model.h"
 #include "replica_reducer.h"
 
 namespace mirror::train {
@@ -48,7 +49,7 @@ std::vector<std::pair<std::string, double>> epoch_scalars(const Json& m) {
   std::vector<std::pair<std::string, double>> v;
   for (const char* key : {"train_loss", "train_acc", "test_loss", "test_acc", "samples_per_s", "step_s",
                           "data_wait_s", "compute_s", "comm_wait_s", "optimizer_s", "gather_s", "loss_scale",
-                          "skipped_steps"})
+                          "skipped_steps", "test_perplexity", "test_bits_per_byte", "tokens_per_s", "grad_norm"})
     if (m.contains(key) && m[key].is_number()) v.emplace_back(std::string("epoch/") + key, m[key].get<double>());
   return v;
 }
@@ -63,7 +64,15 @@ EpochReporter::EpochReporter(const TrainConfig& config, nn::Model& model, const 
                              telemetry::TrainingTelemetry& telemetry, std::ostream* out,
                              const std::atomic<bool>* stop_requested)
     : config_(config), model_(model), dataset_(dataset), control_(control), gradients_(gradients),
-      telemetry_(telemetry), out_(out), stop_requested_(stop_requested), best_(config.keep_best, config.min_delta) {}
+      telemetry_(telemetry), out_(out), stop_requested_(stop_requested), best_(config.keep_best, config.min_delta),
+      text_(dataset.info().text) {}
+
+void EpochReporter::start_interval(const RunPosition& pos) {
+  if (!text_) return;  // an image model's line covers its epoch, resumed or not
+  interval_loss_start_ = pos.loss_sum;
+  interval_correct_start_ = pos.correct;
+  interval_samples_start_ = pos.samples;
+}
 
 void EpochReporter::agree_on_buffers() {
   if (!config_.sync_bn) average_buffers(model_, gradients_);
@@ -71,10 +80,17 @@ void EpochReporter::agree_on_buffers() {
 
 void EpochReporter::evaluate_if_due(std::int64_t epoch, EpochVerdict& verdict) {
   if (config_.eval_every <= 0 || ((epoch + 1) % config_.eval_every != 0 && epoch + 1 != config_.epochs)) return;
+  evaluate_test(0, verdict);
+}
+
+// A language model evaluates in batches of its training batch (its logits are windows x context x vocabulary).
+void EpochReporter::evaluate_test(std::int64_t max_batches, EpochVerdict& verdict) {
   const telemetry::Timeline::Scope span(telemetry_.timeline(), "evaluation", "evaluation");
   agree_on_buffers();
-  const EvalResult r = evaluate(model_, dataset_, "test", std::max<std::int64_t>(config_.batch_size, 256), control_,
-                                {}, stop_requested_);
+  const EvalResult r = text_ ? evaluate_tokens(model_, dataset_, "test", config_.batch_size, control_, max_batches,
+                                               stop_requested_)
+                             : evaluate(model_, dataset_, "test", std::max<std::int64_t>(config_.batch_size, 256),
+                                        control_, {}, stop_requested_);
   verdict.abandoned = r.abandoned;
   verdict.evaluated = !r.abandoned;
   if (verdict.evaluated) {
@@ -86,21 +102,81 @@ void EpochReporter::evaluate_if_due(std::int64_t epoch, EpochVerdict& verdict) {
 EpochVerdict EpochReporter::report(const EpochTimes& t, RunPosition& pos, double lr, const LossScaler& scaler) {
   EpochVerdict verdict;
   evaluate_if_due(pos.epoch, verdict);
+  write_line(t, pos, lr, scaler, verdict);
+  interval_loss_start_ = 0.0;  // the next epoch's sums start from zero
+  interval_correct_start_ = interval_samples_start_ = 0;
+  return verdict;
+}
+
+EpochVerdict EpochReporter::report_inside_epoch(const EpochTimes& t, RunPosition& pos, double lr,
+                                                const LossScaler& scaler) {
+  EpochVerdict verdict;
+  if (config_.eval_every > 0) evaluate_test(config_.eval_batches, verdict);
+  write_line(t, pos, lr, scaler, verdict);
+  start_interval(pos);
+  return verdict;
+}
+
+void EpochReporter::write_line(const EpochTimes& t, RunPosition& pos, double lr, const LossScaler& scaler,
+                               EpochVerdict& verdict) {
   const bool steady = t.trained_before_steady >= 0 && t.trained > t.trained_before_steady;
-  double sums[kSums] = {pos.loss_sum, static_cast<double>(pos.correct), static_cast<double>(pos.samples),
-                        static_cast<double>(t.trained),
+  double sums[kSums] = {pos.loss_sum - interval_loss_start_, static_cast<double>(pos.correct - interval_correct_start_),
+                        static_cast<double>(pos.samples - interval_samples_start_), static_cast<double>(t.trained),
                         static_cast<double>(steady ? t.trained - t.trained_before_steady : 0)};
   control_.allreduce(sums, sums, kSums, coll::DataType::kFloat64, coll::ReduceOp::kSum);
   Json m;
   if (control_.rank() == 0) {
     m = metrics(t, pos, lr, scaler, verdict, sums);
+    if (text_) add_text_metrics(m, t, verdict, sums);
     pos.metrics_jsonl += m.dump() + "\n";
     telemetry_.epoch(pos.step, epoch_scalars(m));  // the same numbers, keyed by the global step; flushed
     if (!config_.metrics.empty()) write_file_atomically(config_.metrics, pos.metrics_jsonl);
-    if (out_) *out_ << printed_line(m, pos.epoch) << std::flush;
+    if (out_) *out_ << (text_ ? printed_text_line(m) : printed_line(m, pos.epoch)) << std::flush;
   }
   judge(m, pos.step, verdict);
-  return verdict;
+}
+
+// A language model's line: samples are target tokens, so the throughput is tokens/s: after the interval's
+// first kSteadySkipSteps steps when it has more, else over all of it (never null). The test figures are left
+// out when there was no evaluation.
+void EpochReporter::add_text_metrics(Json& m, const EpochTimes& t, const EpochVerdict& verdict,
+                                     const double* sums) const {
+  const double steady_seconds = std::chrono::duration<double>(t.start - t.steady_start).count() + t.train;
+  const bool steady = sums[kSteadyTrained] > 0 && steady_seconds > 0;
+  m["tokens_per_s"] = steady ? sums[kSteadyTrained] / steady_seconds : (t.train > 0 ? sums[kTrained] / t.train : 0.0);
+  for (const char* key : {"samples_per_s", "steady_samples_per_s"}) m.erase(key);
+  if (verdict.evaluated) {
+    m["test_perplexity"] = perplexity(verdict.test_loss);
+    const std::optional<double> bpb = bits_per_byte(verdict.test_loss, dataset_.info().tokenizer);
+    if (bpb) m["test_bits_per_byte"] = *bpb;
+  } else {
+    m.erase("test_loss");
+    m.erase("test_acc");
+  }
+  if (t.grad_norm >= 0.0) m["grad_norm"] = t.grad_norm;
+  m["context"] = model_.input_sample_shape().at(0);
+}
+
+std::string EpochReporter::printed_text_line(const Json& m) const {
+  char line[320];
+  const std::int64_t total = config_.train_steps > 0 ? config_.train_steps : -1;
+  std::string step = "step " + std::to_string(m["step"].get<std::int64_t>());
+  if (total > 0) step += "/" + std::to_string(total);
+  std::string test;
+  if (m.contains("test_loss")) {
+    char t[160];
+    std::snprintf(t, sizeof(t), "  test_loss %.4f  perplexity %.2f", m["test_loss"].get<double>(),
+                  m["test_perplexity"].is_number() ? m["test_perplexity"].get<double>() : HUGE_VAL);
+    test = t;
+    if (m.contains("test_bits_per_byte")) {
+      std::snprintf(t, sizeof(t), "  bits/byte %.3f", m["test_bits_per_byte"].get<double>());
+      test += t;
+    }
+  }
+  std::snprintf(line, sizeof(line), "%s (epoch %lld)  loss %.4f%s  tokens/s %.0f  time %.1fs\n", step.c_str(),
+                static_cast<long long>(m["epoch"].get<std::int64_t>()), m["train_loss"].get<double>(), test.c_str(),
+                m["tokens_per_s"].get<double>(), m["epoch_s"].get<double>());
+  return line;
 }
 
 Json EpochReporter::metrics(const EpochTimes& t, const RunPosition& pos, double lr, const LossScaler& scaler,

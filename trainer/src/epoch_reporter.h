@@ -43,6 +43,12 @@ class EpochReporter {
   // Collective, at the end of epoch pos.epoch (its last step done): evaluation when it is due, the metrics line
   // (rank 0 appends it to pos.metrics_jsonl and prints it), the best verdict. lr: the last step's.
   EpochVerdict report(const EpochTimes& times, RunPosition& pos, double lr, const LossScaler& scaler);
+  // Collective, a language model inside an epoch (--eval-every-steps): evaluation on at most --eval-batches
+  // batches and a metrics line for the interval since the previous line.
+  EpochVerdict report_inside_epoch(const EpochTimes& times, RunPosition& pos, double lr, const LossScaler& scaler);
+  // A language model's lines report the training loss of the interval since the previous line: its start is
+  // here (after a resume, and after every line).
+  void start_interval(const RunPosition& pos);
 
   BestTracker& best() { return best_; }
   // --no-sync-bn: the ranks' running statistics averaged (before checkpoints and evaluation).
@@ -50,6 +56,13 @@ class EpochReporter {
 
  private:
   void evaluate_if_due(std::int64_t epoch, EpochVerdict& verdict);
+  void evaluate_test(std::int64_t max_batches, EpochVerdict& verdict);
+  // The shared part of both reports: sums over the ranks, the line written, the verdict.
+  void write_line(const EpochTimes& t, RunPosition& pos, double lr, const LossScaler& scaler, EpochVerdict& verdict);
+  // Rank 0: a language model's line (tokens/s, perplexity, bits per byte).
+  void add_text_metrics(nlohmann::ordered_json& m, const EpochTimes& t, const EpochVerdict& verdict,
+                        const double* sums) const;
+  std::string printed_text_line(const nlohmann::ordered_json& m) const;
   // Rank 0: the JSON object of the epoch (from sums over all ranks) and its printed line.
   nlohmann::ordered_json metrics(const EpochTimes& t, const RunPosition& pos, double lr, const LossScaler& scaler,
                                  const EpochVerdict& verdict, const double* sums) const;
@@ -65,6 +78,9 @@ class EpochReporter {
   std::ostream* out_;
   const std::atomic<bool>* stop_requested_;
   BestTracker best_;
+  const bool text_;                      // a language model on a token dataset
+  double interval_loss_start_ = 0.0;     // text: this rank's epoch sums where the interval began
+  std::int64_t interval_correct_start_ = 0, interval_samples_start_ = 0;
 };
 
 }  // namespace mirror::train

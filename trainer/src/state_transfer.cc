@@ -123,8 +123,9 @@ void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::C
 }
 
 CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
-                              const TrainConfig& config, int world_size) {
+                              const TrainConfig& config, int world_size, const std::string& tokenizer) {
   CheckpointState s;
+  s.tokenizer = tokenizer;
   s.step = position.step;
   s.epoch = position.epoch;
   s.epoch_micro_step = position.micro;

@@ -32,8 +32,9 @@ struct RunPosition {
 void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::Communicator& control);
 
 // The checkpoint of the current state (called on rank 0; reads the device state to the host).
+// tokenizer: the dataset's ("" for samples with labels).
 CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
-                              const TrainConfig& config, int world_size);
+                              const TrainConfig& config, int world_size, const std::string& tokenizer = "");
 
 // Resolves config.resume ("auto" or a path) on rank 0, reads and checks it against the model and optimizer,
 // and broadcasts it. Returns true and fills model, optimizer and position on every rank when a checkpoint was

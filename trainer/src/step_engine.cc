@@ -7,6 +7,8 @@
 #include "batch_tensor.h"
 #include "mirror/error.h"
 #include "mirror/nn/finite.h"
+#include "mirror/nn/grad_norm.h"
+#include "mirror/nn/ops.h"
 
 namespace mirror::train {
 namespace {
@@ -17,8 +19,9 @@ using telemetry::Timeline;
 }  // namespace
 
 StepEngine::StepEngine(StepParts parts, std::uint64_t seed, std::int64_t accum,
-                       std::vector<nn::Optimizer::Range> owned)
-    : parts_(parts), seed_(seed), accum_(accum), owned_(std::move(owned)), loss_(parts.model.device()) {}
+                       std::vector<nn::Optimizer::Range> owned, double grad_clip)
+    : parts_(parts), seed_(seed), accum_(accum), owned_(std::move(owned)), grad_clip_(grad_clip),
+      loss_(parts.model.device()) {}
 
 StepOutcome StepEngine::step(RunPosition& pos, EpochTimes& times, float lr) {
   Timeline& timeline = parts_.timeline;
@@ -40,6 +43,7 @@ StepOutcome StepEngine::step(RunPosition& pos, EpochTimes& times, float lr) {
   const auto optimizer_start = Clock::now();
   if (!outcome.overflowed) {
     const Timeline::Scope span(timeline, "optimizer", "optimizer");
+    if (grad_clip_ > 0.0) times.grad_norm = clip_gradients();
     parts_.optimizer.step(parts_.model.params(), parts_.model.grads(), lr, owned_);
     parts_.scaler.on_good_step();
   }
@@ -72,7 +76,9 @@ void StepEngine::micro_step(std::int64_t k, RunPosition& pos, EpochTimes& times)
   context.sample_ids = batch_.indices;
   context.reducer = parts_.reducer;
   const nn::Tensor& logits = parts_.model.forward(input, context);
-  const nn::LossStats stats = loss_.forward_backward(logits, batch_.y, dlogits_, batch_.size * accum_);
+  // The mean over every target of the step (a sample's label, or a window's tokens) on this rank.
+  const auto targets = static_cast<std::int64_t>(batch_.y.size());
+  const nn::LossStats stats = loss_.forward_backward(logits, batch_.y, dlogits_, targets * accum_);
   timeline.add("forward", "compute", forward_start, telemetry::now_ns());  // with the loss
   pos.loss_sum += stats.loss_sum;
   pos.correct += stats.correct;
@@ -108,6 +114,21 @@ StepOutcome StepEngine::agree(double step_loss) {
   outcome.non_finite = std::string(flags[1] ? "the loss" : "") + (flags[1] && flags[2] ? " and " : "") +
                        (flags[2] ? "the averaged gradients" : "");
   return outcome;
+}
+
+double StepEngine::clip_gradients() {
+  const nn::Device& device = parts_.model.device();
+  float* grads = parts_.model.grads();
+  double squares = 0.0;
+  for (const nn::Optimizer::Range& r : owned_) squares += nn::sum_of_squares(device, grads + r.begin, r.end - r.begin);
+  if (parts_.bucketer.sharded())
+    parts_.control.allreduce(&squares, &squares, 1, coll::DataType::kFloat64, coll::ReduceOp::kSum);
+  const double norm = std::sqrt(squares);
+  const double factor = grad_clip_ / (norm + 1e-6);
+  if (factor < 1.0)
+    for (const nn::Optimizer::Range& r : owned_)
+      nn::ops::scale(device, grads + r.begin, r.end - r.begin, static_cast<float>(factor));
+  return norm;
 }
 
 }  // namespace mirror::train

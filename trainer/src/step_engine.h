@@ -1,7 +1,7 @@
 // step_engine.h — one optimizer step of data-parallel training, the part of a run that repeats: for each of
 // the --accum-steps micro-batches the loader's batch, forward, the loss and backward, each gradient handed to
 // the bucketer as soon as it is final; then the wait for the averaged gradients, one small all-reduce in which
-// the ranks agree on a stop request and on non-finite values, the optimizer step (this rank's shard of it when
+// the ranks agree on a stop request and on non-finite values, the gradient-norm clipping, the optimizer step (this rank's shard of it when
 // sharded) and the all-gather of the updated parameters. It knows nothing of epochs, metrics or checkpoints.
 // Private to trainer/.
 #pragma once
@@ -48,8 +48,10 @@ struct StepOutcome {
 
 class StepEngine {
  public:
-  // accum: micro-batches per step; owned: the gradient ranges this rank updates (all, or its shard).
-  StepEngine(StepParts parts, std::uint64_t seed, std::int64_t accum, std::vector<nn::Optimizer::Range> owned);
+  // accum: micro-batches per step; owned: the gradient ranges this rank updates (all, or its shard); grad_clip:
+  // the largest L2 norm of the averaged gradient (0: no clipping).
+  StepEngine(StepParts parts, std::uint64_t seed, std::int64_t accum, std::vector<nn::Optimizer::Range> owned,
+             double grad_clip = 0.0);
 
   // One optimizer step from `pos` at learning rate `lr`: pos's micro-batch, step and epoch sums move on (the
   // step count too when nothing turned non-finite); `times` adds up the parts.
@@ -60,11 +62,15 @@ class StepEngine {
  private:
   void micro_step(std::int64_t k, RunPosition& pos, EpochTimes& times);
   StepOutcome agree(double step_loss);  // collective
+  // --grad-clip: the norm of the averaged gradient over all parameters (the shards' squares summed over the
+  // ranks when sharded: collective then), and the owned gradients scaled by min(1, clip / (norm + 1e-6)).
+  double clip_gradients();
 
   StepParts parts_;
   std::uint64_t seed_;
   std::int64_t accum_;
   std::vector<nn::Optimizer::Range> owned_;
+  double grad_clip_;
   nn::SoftmaxCrossEntropy loss_;
   nn::Tensor staging_, dlogits_;
   data::Batch batch_;

@@ -46,15 +46,21 @@ Trainer::EpochEnd Trainer::run_epoch() {
   bool stop = false;
   // A checkpoint taken after an epoch's last step but before its epoch line resumes straight to that line.
   if (pos_.micro < micro_per_epoch()) loader_->start_epoch(pos_.epoch, pos_.micro);
+  bool trained_out = false;  // --train-steps reached: this epoch's line is the end of training
   while (pos_.micro + accum_ <= micro_per_epoch()) {
+    if (config_.train_steps > 0 && pos_.step >= config_.train_steps) {
+      trained_out = true;
+      break;
+    }
     if (config_.max_steps > 0 && pos_.step >= config_.max_steps) {
       stop = true;
       break;
     }
     train_step(times);
+    if (!stop_agreed_) report_inside_epoch(times);
     if (stop_agreed_) {
       stop = true;
-      summary_.stopped_early = true;
+      if (!early_stopped_) summary_.stopped_early = true;  // a stop request, not --early-stop
       break;
     }
     if (config_.checkpoint_every_steps > 0 && pos_.step % config_.checkpoint_every_steps == 0) save_checkpoint();
@@ -63,7 +69,44 @@ Trainer::EpochEnd Trainer::run_epoch() {
   times.train = std::chrono::duration<double>(Clock::now() - times.start).count();
   if (stop && pos_.micro < micro_per_epoch()) return EpochEnd::kStoppedInside;  // a partial epoch: no epoch line
   end_epoch(times);
-  return stop || early_stopped_ || stop_agreed_ ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
+  return stop || trained_out || early_stopped_ || stop_agreed_ ? EpochEnd::kStoppedAtEnd : EpochEnd::kCompleted;
+}
+
+// A language model's evaluation every --eval-every-steps steps inside an epoch (not at the epoch's last step
+// nor at the end of training, which have lines of their own); the next interval starts after it.
+void Trainer::report_inside_epoch(EpochTimes& times) {
+  const std::int64_t every = config_.eval_every_steps;
+  if (context_ == 0 || every <= 0 || pos_.step % every != 0) return;
+  if (pos_.micro + accum_ > micro_per_epoch()) return;
+  if (config_.train_steps > 0 && pos_.step >= config_.train_steps) return;
+  nn::synchronize(device_);
+  times.train = std::chrono::duration<double>(Clock::now() - times.start).count();
+  bar_->clear();
+  const double lr = schedule_->lr_at(std::max<std::int64_t>(pos_.step - 1, 0));
+  const EpochVerdict verdict = reporter_->report_inside_epoch(times, pos_, lr, scaler_);  // collective
+  if (verdict.abandoned) abandon_for_stop();
+  if (verdict.evaluated) {
+    summary_.test_loss = verdict.test_loss;
+    summary_.test_acc = verdict.test_acc;
+  }
+  if (verdict.improved && !config_.checkpoint_dir.empty()) {
+    save_checkpoint();
+    if (rank_ == 0) keep_as_best(summary_.last_checkpoint, config_.checkpoint_dir);
+  }
+  if (verdict.stop) {
+    announce_early_stop();
+    stop_agreed_ = true;  // inside an epoch the run stops after this step, as for a stop request
+  }
+  times = EpochTimes{};
+  times.start = Clock::now();
+}
+
+void Trainer::announce_early_stop() {
+  early_stopped_ = true;
+  const BestTracker& best = reporter_->best();
+  if (out_)
+    *out_ << "early stop: " << best.key() << " has not improved by more than " << config_.min_delta << " for "
+          << best.since_best() << " evaluation(s); best " << best.best() << " at step " << best.best_step() << "\n";
 }
 
 void Trainer::train_step(EpochTimes& times) {
@@ -123,13 +166,7 @@ void Trainer::end_epoch(const EpochTimes& times) {
   const bool keep_best = verdict.improved && !config_.checkpoint_dir.empty();
   if (config_.checkpoint_every_steps == 0 || keep_best) save_epoch_checkpoint();
   if (keep_best && rank_ == 0) keep_as_best(summary_.last_checkpoint, config_.checkpoint_dir);
-  if (verdict.stop) {
-    early_stopped_ = true;
-    const BestTracker& best = reporter_->best();
-    if (out_)
-      *out_ << "early stop: " << best.key() << " has not improved by more than " << config_.min_delta << " for "
-            << best.since_best() << " evaluation(s); best " << best.best() << " at step " << best.best_step() << "\n";
-  }
+  if (verdict.stop) announce_early_stop();
 }
 
 // A stop request reached some rank during the evaluation, which every rank then left (evaluate's reduction
@@ -187,7 +224,8 @@ void Trainer::save_checkpoint() {
     saved.loss_scale = scaler_.enabled() ? scaler_.scale() : 0.0;
     saved.loss_scale_good_steps = scaler_.enabled() ? scaler_.good_steps() : 0;
     summary_.last_checkpoint =
-        write_checkpoint(config_.checkpoint_dir, capture_state(*model_, *optimizer_, saved, config_, world_));
+        write_checkpoint(config_.checkpoint_dir,
+                         capture_state(*model_, *optimizer_, saved, config_, world_, dataset_->info().tokenizer));
     prune_checkpoints(config_.checkpoint_dir, config_.keep);
   }
   last_checkpoint_step_ = pos_.step;

@@ -69,6 +69,8 @@ class Trainer {
   void skip_overflowed_step();   // fp16: warn, halve the loss scale
   [[noreturn]] void throw_diverged(std::int64_t step, const std::string& what) const;
   void end_epoch(const EpochTimes& times);
+  void report_inside_epoch(EpochTimes& times);  // --eval-every-steps (language models); times restart after it
+  void announce_early_stop();    // --early-stop's verdict: stop, and say why
   void abandon_for_stop();       // the evaluation was left for a stop request: no test figures, stop after the epoch
   void save_checkpoint();        // collective; rank 0 writes
   void save_epoch_checkpoint();  // at an epoch's end, stored as the start of the next epoch
@@ -91,6 +93,7 @@ class Trainer {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<data::TrainLoader> loader_;
   std::int64_t accum_ = 1, steps_per_epoch_ = 0, total_steps_ = 0;
+  std::int64_t context_ = 0;     // a language model's window length (0: not a language model)
   std::optional<nn::LrSchedule> schedule_;
   std::unique_ptr<GradientBucketer> bucketer_;
   LossScaler scaler_;            // --grad-dtype fp16 (disabled otherwise)

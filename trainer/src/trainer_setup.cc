@@ -9,12 +9,14 @@
 #include <sstream>
 
 #include "mirror/coll/runtime.h"
+#include "mirror/data/windows.h"
 #include "mirror/error.h"
 #include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/nn/weight_decay.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/language_model.h"
 #include "mirror/train/setup_agreement.h"
 #include "trainer.h"
 
@@ -86,8 +88,18 @@ void Trainer::setup_model_graph() {
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
   const data::DatasetInfo& info = dataset_->info();
-  graph_.emplace(nn::build_graph(config_.model, nn::Shape(info.sample_shape), info.num_classes, device_,
-                                 config_.fusion == Toggle::kOn));
+  MIRROR_CHECK(info.text || config_.context == 0, kInvalidArgument,
+               "--context is for language models on token datasets; " << dataset_->describe() << " holds samples");
+  nn::Shape sample(info.sample_shape);
+  std::int64_t classes = info.num_classes;
+  if (info.text) {
+    const LanguageModelInput input =
+        language_model_input(config_.context, nn::resolve_model_description(config_.model), config_.model, *dataset_);
+    context_ = input.context;
+    sample = {input.context};
+    classes = input.vocab;
+  }
+  graph_.emplace(nn::build_graph(config_.model, sample, classes, device_, config_.fusion == Toggle::kOn));
   // auto: where the reduce-scatter and all-gather go straight between shared buffers (over MPI the
   // all-gather costs more than the half optimizer step saves: docs/benchmarks.md).
   sharded_ = world_ > 1 && (config_.shard_optimizer == Toggle::kOn ||
@@ -135,9 +147,11 @@ void Trainer::setup_model_and_optimizer() {
 
 void Trainer::setup_data() {
   const data::DatasetInfo& info = dataset_->info();
-  data::SamplerOptions sampler{config_.seed, world_, rank_, config_.batch_size, info.train_size};
+  data::SamplerOptions sampler{config_.seed, world_, rank_, config_.batch_size,
+                               info.text ? data::window_count(info.train_size, context_) : info.train_size};
   data::LoaderOptions loader_options;
   loader_options.split = "train";
+  loader_options.context = context_;
   loader_options.prefetch_depth = config_.prefetch;
   loader_options.in_memory = config_.in_memory;
   loader_options.sharding = config_.sharding;
@@ -150,11 +164,14 @@ void Trainer::setup_data() {
   MIRROR_CHECK(steps_per_epoch_ > 0, kInvalidArgument,
                "one optimizer step needs " << world_ << " ranks x --batch-size " << config_.batch_size
                                            << " x --accum-steps " << accum_ << " = "
-                                           << world_ * config_.batch_size * accum_ << " samples, but the train split of "
-                                           << dataset_->describe() << " has " << info.train_size);
-  // The schedule spans all epochs; --max-steps only stops early (so a run cut short and resumed, or one
-  // stopped by --max-steps, follows the same learning rates as the full run).
-  total_steps_ = steps_per_epoch_ * config_.epochs;
+                                           << world_ * config_.batch_size * accum_ << (info.text ? " windows" : " samples")
+                                           << ", but the train split of " << dataset_->describe() << " has "
+                                           << loader_->sampler()->options().dataset_size
+                                           << (info.text ? " windows of " + std::to_string(context_ + 1) + " tokens" : ""));
+  // The schedule spans all epochs (or --train-steps); --max-steps only stops early (so a run cut short and
+  // resumed, or one stopped by --max-steps, follows the same learning rates as the full run).
+  if (config_.train_steps > 0) config_.epochs = (config_.train_steps + steps_per_epoch_ - 1) / steps_per_epoch_;
+  total_steps_ = config_.train_steps > 0 ? config_.train_steps : steps_per_epoch_ * config_.epochs;
   schedule_.emplace(make_schedule(config_, total_steps_, steps_per_epoch_));
 }
 
@@ -196,9 +213,10 @@ void Trainer::setup_step_and_epoch() {
   nn::ReplicaReducer* reducer = world_ > 1 && config_.sync_bn ? &reducer_ : nullptr;
   engine_ = std::make_unique<StepEngine>(StepParts{*model_, *optimizer_, *bucketer_, *loader_, control_, reducer,
                                                    telemetry_->timeline(), scaler_, ctx_.stop_requested},
-                                         config_.seed, accum_, std::move(owned));
+                                         config_.seed, accum_, std::move(owned), config_.grad_clip);
   reporter_ = std::make_unique<EpochReporter>(config_, *model_, *dataset_, control_, *ctx_.gradients, *telemetry_, out_,
                                               ctx_.stop_requested);
+  reporter_->start_interval(pos_);
   if (rank_ == 0) reporter_->best().replay(pos_.metrics_jsonl);  // rank 0 judges; the checkpoint's metrics hold the state
 }
 
@@ -216,30 +234,38 @@ void Trainer::print_banner() const {
   if (!shared_memory_failed_.empty())
     o << "  warning: " << (grad_memory_.data() || wire_memory_.data() ? "parameters" : "gradients")
       << " in ordinary memory (slower collectives): " << shared_memory_failed_ << "\n";
-  o << "  data " << config_.data << ": " << info.train_size << " train, " << info.test_size << " test, "
-    << info.features << " features, " << info.num_classes << " classes\n"
+  if (info.text)
+    o << "  data " << config_.data << ": " << info.train_size << " train and " << info.test_size << " test tokens ("
+      << info.tokenizer << ", vocabulary " << info.vocab_size << "), windows of " << context_ << " tokens\n";
+  else
+    o << "  data " << config_.data << ": " << info.train_size << " train, " << info.test_size << " test, "
+      << info.features << " features, " << info.num_classes << " classes\n";
+  o
     << "  model " << config_.model << ": " << model_->num_parameters() << " parameters ("
     << model_->num_parameters() * 4 / 1024 << " KiB), " << bucketer_->bucket_count() << " gradient bucket(s)\n"
     << nn::layer_table(*model_)
     << "  batch " << config_.batch_size << " per rank, global " << config_.global_batch_size
     << (accum_ > 1 ? " x " + std::to_string(accum_) + " accumulation steps" : "") << "; " << steps_per_epoch_
-    << " steps per epoch, " << config_.epochs << " epochs, lr "
+    << " steps per epoch, "
+    << (config_.train_steps > 0 ? std::to_string(config_.train_steps) + " steps" : std::to_string(config_.epochs) + " epochs")
+    << ", lr "
     << schedule_->lr_at(std::min<std::int64_t>(pos_.step, total_steps_ - 1)) << "\n";
   if (config_.weight_decay > 0) o << "  " << weight_decay_line() << "\n";
+  if (config_.grad_clip > 0) o << "  gradient norm clipped to " << config_.grad_clip << "\n";
   if (resumed_)
     o << "  resumed from " << summary_.last_checkpoint << " at step " << pos_.step << " (epoch " << pos_.epoch + 1
       << ", micro-batch " << pos_.micro << ")\n";
   o.flush();
 }
 
-// "weight decay 0.01 on 93120 of 93284 parameters (BatchNorm weight/bias and biases exempt)".
+// "weight decay 0.01 on 93120 of 93284 parameters (normalisation weight/bias and biases exempt)".
 std::string Trainer::weight_decay_line() const {
   std::int64_t exempt = 0;
   for (const auto& r : optimizer_->decay_exempt()) exempt += r.end - r.begin;
   std::ostringstream o;
   o << "weight decay " << config_.weight_decay << " on " << model_->num_parameters() - exempt << " of "
     << model_->num_parameters() << " parameters"
-    << (config_.decay_bn_and_bias ? " (--decay-bn-and-bias)" : " (BatchNorm weight/bias and biases exempt)");
+    << (config_.decay_bn_and_bias ? " (--decay-bn-and-bias)" : " (normalisation weight/bias and biases exempt)");
   return o.str();
 }
 

@@ -1,5 +1,6 @@
 // mirror_eval.cc — `mirror-eval`: evaluate a checkpoint on a split: loss, accuracy, per-class accuracy, the
-// confusion matrix, and optionally one CSV row per sample. One process, or under mpirun (each rank takes a
+// confusion matrix, and optionally one CSV row per sample; for a language model on a token dataset, the loss,
+// perplexity and bits per byte over the split's consecutive windows. One process, or under mpirun (each rank takes a
 // disjoint contiguous part; the sums are reduced; rows are written in sample order).
 #include <CLI/CLI.hpp>
 
@@ -15,8 +16,10 @@
 #include "mirror/data/dataset.h"
 #include "mirror/error.h"
 #include "mirror/train/checkpoint.h"
+#include "mirror/train/checkpoint_model.h"
 #include "mirror/nn/device.h"
 #include "mirror/train/evaluate.h"
+#include "mirror/train/language_model.h"
 #include "mirror/train/setup_agreement.h"
 #include "mirror/nn/model.h"
 #include "mirror/nn/model_build.h"
@@ -29,44 +32,32 @@ using namespace mirror;
 struct EvalOptions {
   std::string checkpoint, data, split = "test", predict;
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
-  std::int64_t batch_size = 256;
+  std::int64_t batch_size = 0;  // 0: 256 samples, or 8 windows of a language model
   int blas_threads = 1;
   double timeout_s = 300;
   bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
   bool check_collectives = true;
 };
 
-// A directory means its newest checkpoint that verifies, or with --best its best.h5 (trainer --keep-best).
-std::string resolve_checkpoint(const std::string& path, bool best) {
-  if (best) {
-    MIRROR_CHECK(std::filesystem::is_directory(path), kInvalidArgument,
-                 "--best takes a checkpoint directory (it reads DIR/best.h5), got " << path);
-    const std::string file = (std::filesystem::path(path) / "best.h5").string();
-    MIRROR_CHECK(std::filesystem::exists(file), kIo, "no best.h5 in " << path << "; train with --keep-best METRIC");
-    return file;
-  }
-  if (!std::filesystem::is_directory(path)) return path;
-  std::vector<std::string> skipped;
-  auto latest = train::latest_valid_checkpoint(path, &skipped);
-  for (const auto& s : skipped) std::cerr << "warning: skipping corrupt checkpoint " << s << "\n";
-  MIRROR_CHECK(latest.has_value(), kIo, "no valid checkpoint (ckpt-*.h5) in directory " << path);
-  return *latest;
-}
-
-// The checkpoint's tensors as one flat array in the model's layout, or kFormat when their names or shapes
-// are not the ones the checkpoint's own model description builds.
-std::vector<float> checked_values(const std::string& path, const char* what, const std::vector<train::NamedTensor>& stored,
-                                  const std::vector<nn::ParamInfo>& layout, std::int64_t total) {
-  std::vector<float> flat;
-  bool same = stored.size() == layout.size();
-  for (std::size_t i = 0; same && i < layout.size(); ++i)
-    same = stored[i].name == layout[i].name && stored[i].shape == layout[i].shape;
-  for (const auto& t : stored) flat.insert(flat.end(), t.values.begin(), t.values.end());
-  MIRROR_CHECK(same && static_cast<std::int64_t>(flat.size()) == total, kFormat,
-               "checkpoint " << path << " holds " << flat.size() << " " << what << " in " << stored.size()
-                             << " tensors, but the model it describes has " << total << " in " << layout.size()
-                             << " tensors of other names or shapes");
-  return flat;
+// A language model: the split's consecutive windows (each once, over all ranks); rank 0 prints the checkpoint
+// and the split to stderr and one line to stdout: "loss X  perplexity P  bits_per_byte B" (bits per byte where
+// the tokenizer knows the bytes per token).
+int report_language_model(const EvalOptions& o, const std::string& path, const train::CheckpointState& state,
+                          nn::Model& model, const data::Dataset& dataset, coll::Communicator& control) {
+  const train::EvalResult r = train::evaluate_tokens(model, dataset, o.split, o.batch_size > 0 ? o.batch_size : 8,
+                                                     control);
+  if (control.rank() != 0) return 0;
+  std::fprintf(stderr, "checkpoint %s (step %lld, tokenizer %s)\n", path.c_str(), static_cast<long long>(state.step),
+               state.tokenizer.c_str());
+  std::fprintf(stderr, "split %s of %s: %lld target tokens in windows of %lld on %d rank(s)\n", o.split.c_str(),
+               o.data.c_str(), static_cast<long long>(r.count), static_cast<long long>(model.input_sample_shape()[0]),
+               control.size());
+  const double loss = r.mean_loss();
+  std::printf("loss %.4f  perplexity %.4f", loss, train::perplexity(loss));
+  const std::optional<double> bpb = train::bits_per_byte(loss, dataset.info().tokenizer);
+  if (bpb) std::printf("  bits_per_byte %.4f", *bpb);
+  std::printf("\n");
+  return 0;
 }
 
 int run(const EvalOptions& o, int rank) {
@@ -82,19 +73,21 @@ int run(const EvalOptions& o, int rank) {
   std::optional<data::Dataset> dataset_holder;
   std::unique_ptr<nn::Model> model_holder;
   train::run_agreed_setup(*control, [&] {
-    path = resolve_checkpoint(o.checkpoint, o.best);
+    path = train::resolve_checkpoint(o.checkpoint, o.best, std::cerr);
     state = train::read_checkpoint(path);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-    model_holder = nn::build_model(state.model_description, nn::Shape(state.sample_shape), state.num_classes, device);
-    nn::Model& m = *model_holder;
-    m.params_from_host(checked_values(path, "parameters", state.params, m.parameters(), m.num_parameters()));
-    m.buffers_from_host(checked_values(path, "buffer values", state.buffers, m.buffers(), m.num_buffer_values()));
-    train::check_dataset_fits(m, *dataset_holder);
+    model_holder = train::model_from_checkpoint(path, state, device);
+    train::check_dataset_fits(*model_holder, *dataset_holder);
+    MIRROR_CHECK(!dataset_holder->info().text || o.predict.empty(), kInvalidArgument,
+                 "--predict writes one row per classified sample; " << o.data
+                     << " is a token dataset for a language model (its evaluation is the loss, perplexity and bits "
+                        "per byte)");
   });
   const data::Dataset& dataset = *dataset_holder;
   nn::Model& model = *model_holder;
 
+  if (dataset.info().text) return report_language_model(o, path, state, model, dataset, *control);
   // Predictions: each rank writes its rows to a part file; rank 0 joins them in rank (= sample) order.
   std::ofstream part;
   std::string part_path;
@@ -103,7 +96,7 @@ int run(const EvalOptions& o, int rank) {
     part.open(part_path, std::ios::trunc);
     MIRROR_CHECK(part.good(), kIo, "cannot write " << part_path);
   }
-  const train::EvalResult r = train::evaluate(model, dataset, o.split, o.batch_size, *control,
+  const train::EvalResult r = train::evaluate(model, dataset, o.split, o.batch_size > 0 ? o.batch_size : 256, *control,
                                               [&](const train::Prediction& p) {
                                                 if (!part.is_open()) return;
                                                 part << p.index << ',' << p.label << ',' << p.predicted;
@@ -169,8 +162,9 @@ int main(int argc, char** argv) {
     cli::install_sentence_errors(app);
     app.add_option("--split", o.split, "split to evaluate")->check(CLI::IsMember({"test", "train"}))
         ->capture_default_str();
-    app.add_option("--batch-size", o.batch_size, "samples per forward pass")->check(cli::positive_integer())
-        ->capture_default_str();
+    app.add_option("--batch-size", o.batch_size,
+                   "samples per forward pass (default 256), or windows for a language model (default 8)")
+        ->check(cli::positive_integer());
     app.add_option("--predict", o.predict, "write one CSV row per sample: index,label,predicted,p0..pC-1");
     app.add_option("--device", o.device, "auto, cpu or cuda")
         ->transform(cli::enum_choice<nn::DeviceRequest>(

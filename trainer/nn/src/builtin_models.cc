@@ -1,7 +1,9 @@
 // builtin_models.cc — the built-in models as model descriptions (the same vocabulary as JSON model files):
 // keras-cnn (TensorFlow's MirroredStrategy tutorial), cnn-bn, resnet20 (CIFAR-style ResNet-20, He et al.
-// 2016), and mlp:H1,H2,... Each is written here as the JSON a user would write.
+// 2016), mlp:H1,H2,..., and the GPT-2-shaped language models gpt-nano, gpt-mini and gpt2-small. Each is
+// written here as the JSON a user would write.
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,43 @@ Json resnet20() {
   return {{"layers", layers}};
 }
 
+
+// A pre-LayerNorm GPT-2 (Radford et al. 2019; the layout of Hugging Face's GPT2LMHeadModel): token and
+// position embeddings, `layers` blocks of x + attn(ln_1(x)) and x + mlp(ln_2(x)) with mlp = Linear C->4C,
+// GELU, Linear 4C->C, then ln_f and a head tied to the token embedding. Initialised as GPT-2: weights
+// N(0, 0.02), the two residual projections of each block N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1 and 0.
+struct GptShape {
+  int layers, heads, channels, context;
+  Json vocab;  // a number, or "classes": the dataset's vocabulary
+};
+
+void gpt_block(Json& layers, const std::string& prefix, const GptShape& g, double residual_std) {
+  const std::string& p = prefix;
+  layers.push_back(layer("layernorm", p + "_ln1"));
+  layers.push_back({{"type", "causal_self_attention"}, {"name", p + "_attn"}, {"heads", g.heads},
+                    {"init_std", 0.02}, {"proj_init_std", residual_std}});
+  const std::string residual_in = layers[layers.size() - 3]["name"];
+  layers.push_back({{"type", "add"}, {"name", p + "_add1"}, {"inputs", {residual_in, p + "_attn"}}});
+  layers.push_back(layer("layernorm", p + "_ln2"));
+  layers.push_back({{"type", "linear"}, {"name", p + "_fc"}, {"out_features", 4 * g.channels}, {"init_std", 0.02}});
+  layers.push_back(layer("gelu", p + "_gelu"));
+  layers.push_back({{"type", "linear"}, {"name", p + "_proj"}, {"out_features", g.channels},
+                    {"init_std", residual_std}});
+  layers.push_back({{"type", "add"}, {"name", p + "_add2"}, {"inputs", {p + "_add1", p + "_proj"}}});
+}
+
+Json gpt(const GptShape& g) {
+  const double residual_std = 0.02 / std::sqrt(2.0 * g.layers);
+  Json layers = {{{"type", "embedding"}, {"name", "wte"}, {"vocab", g.vocab}, {"channels", g.channels},
+                  {"init_std", 0.02}},
+                 {{"type", "position_embedding"}, {"name", "wpe"}, {"context", g.context}, {"init_std", 0.02}}};
+  for (int l = 0; l < g.layers; ++l) gpt_block(layers, "h" + std::to_string(l), g, residual_std);
+  layers.push_back(layer("layernorm", "ln_f"));
+  layers.push_back({{"type", "linear"}, {"name", "head"}, {"out_features", g.vocab}, {"bias", false},
+                    {"tied_to", "wte"}});
+  return {{"layers", layers}};
+}
+
 // The hidden sizes of "mlp:H1,H2,...", each in [1, 2^24]; errors name the text and what is expected.
 std::vector<std::int64_t> mlp_hidden_sizes(std::string_view text) {
   constexpr std::string_view kExpected = "expected mlp:H1,H2,... with hidden sizes in [1, 16777216], e.g. mlp:512,256";
@@ -105,6 +144,9 @@ const std::vector<BuiltinModel>& builtin_models() {
       {"keras-cnn", "the MirroredStrategy tutorial's CNN: Conv 32 3x3, ReLU, MaxPool 2, Flatten, Linear 64, ReLU, Linear"},
       {"cnn-bn", "2 x (Conv 3x3 pad 1 + BatchNorm + ReLU + MaxPool 2) with 32/64 channels, Linear 128, Dropout 0.25, Linear"},
       {"resnet20", "CIFAR-style ResNet-20: 3 stages of 3 basic blocks (16/32/64 channels), global average pool, Linear"},
+      {"gpt-nano", "GPT-2-shaped language model: 4 layers, 4 heads, 128 channels, context 64, the dataset's vocabulary"},
+      {"gpt-mini", "GPT-2-shaped language model: 6 layers, 6 heads, 384 channels, context 256, the dataset's vocabulary"},
+      {"gpt2-small", "GPT-2's 124M: 12 layers, 12 heads, 768 channels, context 1024, vocabulary 50257"},
   };
   return models;
 }
@@ -116,6 +158,9 @@ ModelDescription builtin_model(std::string_view name) {
   else if (n == "keras-cnn") j = keras_cnn();
   else if (n == "cnn-bn") j = cnn_bn();
   else if (n == "resnet20") j = resnet20();
+  else if (n == "gpt-nano") j = gpt({4, 4, 128, 64, "classes"});
+  else if (n == "gpt-mini") j = gpt({6, 6, 384, 256, "classes"});
+  else if (n == "gpt2-small") j = gpt({12, 12, 768, 1024, 50257});
   if (j.is_null()) {
     std::string names;
     for (const BuiltinModel& m : builtin_models()) names += (names.empty() ? "" : ", ") + std::string(m.name);

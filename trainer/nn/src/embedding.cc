@@ -10,10 +10,11 @@
 
 namespace mirror::nn {
 
-Embedding::Embedding(std::int64_t vocab, std::int64_t channels, Device device)
-    : vocab_(vocab), channels_(channels), device_(device), y_({0}, device) {
+Embedding::Embedding(std::int64_t vocab, std::int64_t channels, Device device, double init_std)
+    : vocab_(vocab), channels_(channels), init_std_(init_std), device_(device), y_({0}, device) {
   MIRROR_CHECK(vocab >= 1 && channels >= 1, kInvalidArgument,
                "embedding needs vocab >= 1 and channels >= 1, got vocab=" << vocab << " channels=" << channels);
+  MIRROR_CHECK(init_std > 0.0, kInvalidArgument, "embedding: \"init_std\" must be > 0, got " << init_std);
   MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
                "embedding runs on the CPU only in this build, not on " << to_string(device));
 }
@@ -21,7 +22,8 @@ Embedding::Embedding(std::int64_t vocab, std::int64_t channels, Device device)
 std::unique_ptr<Layer> Embedding::create(const LayerArgs& args) {
   const std::int64_t vocab = args.settings.text("vocab") == "classes" ? args.classes
                                                                       : args.settings.required_integer("vocab", 1);
-  return std::make_unique<Embedding>(vocab, args.settings.required_integer("channels", 1), args.device);
+  return std::make_unique<Embedding>(vocab, args.settings.required_integer("channels", 1), args.device,
+                                     args.settings.number("init_std", 0.02));
 }
 
 Shape Embedding::output_sample_shape(const Shape& input_sample_shape) const {
@@ -36,7 +38,7 @@ void Embedding::bind_parameters(std::span<const ParamBinding> bindings) {
 }
 
 void Embedding::init_parameter(std::size_t, std::span<float> values, std::uint64_t seed) const {
-  detail::fill_uniform(values, static_cast<float>(0.02 * std::sqrt(3.0)), seed);
+  detail::fill_normal(values, init_std_, seed);
 }
 
 const Tensor& Embedding::forward(const Tensor& x) {

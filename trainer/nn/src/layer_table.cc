@@ -6,6 +6,7 @@
 #include "mirror/nn/add.h"
 #include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/batch_norm2d.h"
+#include "mirror/nn/causal_self_attention.h"
 #include "mirror/nn/concat.h"
 #include "mirror/nn/conv2d.h"
 #include "mirror/nn/dropout.h"
@@ -17,6 +18,7 @@
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/linear.h"
 #include "mirror/nn/max_pool2d.h"
+#include "mirror/nn/position_embedding.h"
 #include "mirror/nn/residual.h"
 
 namespace mirror::nn {
@@ -37,6 +39,10 @@ const std::vector<LayerType>& layer_types() {
       {"embedding", &Embedding::create, "token ids [T] (int32) to vectors [T, C]: vocab (a number or \"classes\"), channels"},
       {"layernorm", &LayerNorm::create, "normalisation over the last axis (GPT-2's ln): eps (1e-5); weight 1, bias 0"},
       {"gelu", &Gelu::create, "GELU, tanh approximation (GPT-2's gelu_new)"},
+      {"position_embedding", &PositionEmbedding::create,
+       "learned positions added to [T, C] sequences (GPT-2's wpe): context (the model's longest window), init_std"},
+      {"causal_self_attention", &CausalSelfAttention::create,
+       "GPT-2 attention on [T, C]: heads; fused qkv projection, causal softmax(q·kᵀ/√d)·v, output projection"},
       {"concat", &Concat::create, "merge: two or more inputs joined along the feature axis (F, C of [C,H,W], last of [T,C])"},
   };
   return table;

@@ -31,8 +31,12 @@ std::unique_ptr<Layer> Linear::create(const LayerArgs& args) {
                                ? args.classes
                                : args.settings.required_integer("out_features", 1);
   const bool per_position = args.input.size() == 2;  // [T, C]: a sequence
-  return std::make_unique<Linear>(per_position ? args.input.back() : shape_numel(args.input), out, args.device,
-                                  args.settings.boolean("bias", true), per_position);
+  auto layer = std::make_unique<Linear>(per_position ? args.input.back() : shape_numel(args.input), out, args.device,
+                                        args.settings.boolean("bias", true), per_position);
+  const double init_std = args.settings.number("init_std", 0.0);
+  MIRROR_CHECK(init_std >= 0.0, kInvalidArgument, "\"init_std\" must be >= 0, got " << init_std);
+  layer->set_init_std(init_std);
+  return layer;
 }
 
 Shape Linear::output_sample_shape(const Shape& input_sample_shape) const {
@@ -63,7 +67,9 @@ void Linear::bind_parameters(std::span<const ParamBinding> bindings) {
 }
 
 void Linear::init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const {
-  if (local_index == 0) {
+  if (local_index == 0 && init_std_ > 0.0) {
+    detail::fill_normal(values, init_std_, seed);
+  } else if (local_index == 0) {
     detail::fill_uniform(values, static_cast<float>(std::sqrt(6.0 / static_cast<double>(in_))), seed);
   } else {
     for (float& v : values) v = 0.0f;

@@ -301,8 +301,10 @@ const Tensor& Model::forward(const Tensor& x, const ForwardContext& context) {
   const std::int64_t in = input_features();
   MIRROR_CHECK(x.device() == device_, kInvalidArgument,
                "model on " << to_string(device_) << " got input on " << to_string(x.device()));
-  MIRROR_CHECK(!x.shape().empty() && x.dim(0) >= 1 && x.numel() == x.dim(0) * in, kInvalidArgument,
-               "model expects input [batch, " << in << "], got " << to_string(x.shape()));
+  // With a decode cache, a model of [T] token samples takes any number of positions (its layers check them).
+  const bool decoding = context.cache != nullptr && input_shape_.size() == 1 && x.shape().size() == 2;
+  MIRROR_CHECK(!x.shape().empty() && x.dim(0) >= 1 && (x.numel() == x.dim(0) * in || (decoding && x.dim(1) >= 1)),
+               kInvalidArgument, "model expects input [batch, " << in << "], got " << to_string(x.shape()));
   MIRROR_CHECK(context.sample_ids.empty() || static_cast<std::int64_t>(context.sample_ids.size()) == x.dim(0),
                kInvalidArgument, "forward context has " << context.sample_ids.size() << " sample ids for a batch of "
                                                         << x.dim(0));

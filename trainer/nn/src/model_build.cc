@@ -88,8 +88,8 @@ std::string layer_table(const Model& model) {
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     std::int64_t params = 0;
     for (const ParamSpec& p : model.layer(l).parameter_specs()) params += shape_numel(p.shape);
-    total += params;
     if (model.layer_tied_to(l) != GraphNode::kOwnParameters) params = 0;  // counted in the owner's row
+    total += params;
     const std::string name = model.layer_name(l) + " (" + model.layer(l).kind() + ")";
     std::snprintf(line, sizeof(line), "  %-34s %-18s %12lld%s\n", name.c_str(),
                   to_string(model.layer_output_shape(l)).c_str(), static_cast<long long>(params),

@@ -205,6 +205,22 @@ std::string ModelDescription::to_json(int indent) const {
   return j.dump(indent);
 }
 
+SequenceShape sequence_shape(const ModelDescription& description) {
+  SequenceShape shape;
+  const std::vector<LayerDescription>& layers = description.layers;
+  if (layers.empty() || layers.front().type != "embedding") return shape;
+  shape.takes_tokens = true;
+  const Json& vocab = layers.front().settings.value("vocab", Json());
+  if (vocab.is_number_integer()) shape.vocab = vocab.get<std::int64_t>();
+  for (const LayerDescription& d : layers) {
+    if (d.type != "position_embedding") continue;
+    const Json& context = d.settings.value("context", Json());
+    if (context.is_number_integer()) shape.context = context.get<std::int64_t>();
+    break;
+  }
+  return shape;
+}
+
 ModelDescription resolve_model_description(std::string_view model) {
   const std::string text(model);
   MIRROR_CHECK(!text.empty(), kInvalidArgument, "--model is empty; give a built-in name or a JSON model file");

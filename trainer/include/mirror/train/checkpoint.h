@@ -20,9 +20,10 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
-// The format version write_checkpoint writes; read_checkpoint reads this one, version 2 (without the loss
-// scale) and version 1 (also without the sample shape, the model description and /buffers).
-constexpr std::int64_t kCheckpointFormatVersion = 3;
+// The format version write_checkpoint writes; read_checkpoint reads this one, version 3 (without the
+// tokenizer), version 2 (also without the loss scale) and version 1 (also without the sample shape, the model
+// description and /buffers).
+constexpr std::int64_t kCheckpointFormatVersion = 4;
 
 struct CheckpointState {
   std::int64_t format_version = kCheckpointFormatVersion;  // as read (written files: always the current one)
@@ -47,6 +48,9 @@ struct CheckpointState {
   // --grad-dtype fp16's dynamic loss scale and its good steps in a row (v3; 0 and 0 without one, and in v1/v2).
   double loss_scale = 0.0;
   std::int64_t loss_scale_good_steps = 0;
+  // A language model's tokenizer, from its dataset ("bytes"; v4): "" for any other model (and before v4). A
+  // language model's sample_shape is {context}: the window length it was trained on.
+  std::string tokenizer;
   // Model and optimizer.
   std::vector<NamedTensor> params;
   std::vector<NamedTensor> buffers;  // the layers' non-gradient state (BatchNorm's running statistics)

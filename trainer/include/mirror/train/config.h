@@ -66,6 +66,16 @@ struct TrainConfig {
   // Schedule of work.
   std::int64_t epochs = 10;
   std::int64_t max_steps = 0;       // stop after this many optimizer steps in all (0: no limit)
+  // Train for exactly this many optimizer steps, crossing epochs as needed, instead of --epochs (0: --epochs);
+  // the learning-rate schedule spans them. validate() does not know the steps per epoch: the trainer sets
+  // epochs from it.
+  std::int64_t train_steps = 0;
+  // Language models: training windows of this many tokens (0: the model's context, its position embedding's
+  // rows); at most the model's context.
+  std::int64_t context = 0;
+  // The L2 norm of the averaged gradient over all parameters is clipped to this (0: off), as PyTorch's
+  // clip_grad_norm_ after DDP's all-reduce.
+  double grad_clip = 0.0;
   std::int64_t batch_size = 0;      // per rank; 0 = derived from global_batch_size, or 64
   std::int64_t global_batch_size = 0;
   int accum_steps = 1;
@@ -117,6 +127,10 @@ struct TrainConfig {
   double min_delta = 0.0;           // an improvement must exceed this
   ResumeFrom resume;                // --resume auto | PATH
   int eval_every = 1;               // epochs; 0 = never
+  // Language models: also evaluate every this many steps (0: only at epoch ends and the end of training), on at
+  // most eval_batches batches of the test split (0: all of it); the final evaluation covers the whole split.
+  std::int64_t eval_every_steps = 0;
+  std::int64_t eval_batches = 0;
   std::string metrics;              // JSONL file written by rank 0
   Toggle progress = Toggle::kAuto;   // auto: on when the output is a terminal
   std::string tensorboard;          // TensorBoard event files in this directory (rank 0); docs/telemetry.md

@@ -48,8 +48,17 @@ void check_dataset_fits(const nn::Model& model, const data::Dataset& dataset);
 // communicator). Every rank returns the same totals. When `stop_requested` is given, a rank that finds it set
 // before a batch evaluates no further batches (a SIGTERM need not wait for a long evaluation); the reduction
 // still runs on every rank, and every rank then returns `abandoned` set.
+// A token dataset goes to evaluate_tokens (with on_prediction empty, else kInvalidArgument).
 EvalResult evaluate(nn::Model& model, const data::Dataset& dataset, const std::string& split, std::int64_t batch,
                     coll::Communicator& control, const PredictionFn& on_prediction = {},
                     const std::atomic<bool>* stop_requested = nullptr);
+
+// A language model on a token split: the split cut into consecutive windows of context + 1 tokens at stride
+// context from its first token (context: the model's input length), each rank its contiguous part, in batches
+// of `batch` windows, at most `max_batches` of them per rank (0: all); the loss over every target token, and
+// `correct` the targets that are the arg-max. No confusion matrix (num_classes stays 0). Reduced as evaluate.
+EvalResult evaluate_tokens(nn::Model& model, const data::Dataset& dataset, const std::string& split,
+                           std::int64_t batch, coll::Communicator& control, std::int64_t max_batches = 0,
+                           const std::atomic<bool>* stop_requested = nullptr);
 
 }  // namespace mirror::train

@@ -1,5 +1,5 @@
 // mirror/nn/embedding.h — Embedding: token ids (int32, [batch, T]) to vectors ([batch, T, C]) by rows of a weight
-// W [vocab, C] (GPT-2's wte; initialised N(0, 0.02)-like as U(±0.02·√3), the same variance). Backward adds each
+// W [vocab, C] (GPT-2's wte; initialised N(0, σ²), σ = "init_std", 0.02 by default). Backward adds each
 // position's dy to its token's row, positions in order, so a run is repeatable; the ids take no gradient.
 // An output head tied to it ({"type": "linear", "tied_to": ..., "bias": false}) uses the same W. CPU.
 #pragma once
@@ -15,8 +15,9 @@ struct LayerArgs;
 class Embedding final : public Layer {
  public:
   // kInvalidArgument for a vocabulary or width < 1, or a device without its kernels (CUDA, for now).
-  Embedding(std::int64_t vocab, std::int64_t channels, Device device);
-  static std::unique_ptr<Layer> create(const LayerArgs& args);  // {"type": "embedding", "vocab": V, "channels": C}
+  Embedding(std::int64_t vocab, std::int64_t channels, Device device, double init_std = 0.02);
+  // {"type": "embedding", "vocab": V, "channels": C, "init_std": 0.02}
+  static std::unique_ptr<Layer> create(const LayerArgs& args);
 
   std::string kind() const override { return "embedding"; }
   // [T] ids -> [T, C].
@@ -32,6 +33,7 @@ class Embedding final : public Layer {
 
  private:
   std::int64_t vocab_, channels_;
+  double init_std_;
   Device device_;
   ParamBinding weight_;
   const Tensor* ids_ = nullptr;

@@ -54,12 +54,20 @@ class ReplicaReducer {
   virtual int replicas() const = 0;
 };
 
+class DecodeCache;  // decode_cache.h
+
 // What a forward pass may depend on besides its input; the model sets it on every layer before forward.
 struct ForwardContext {
   std::uint64_t seed = 0;
   std::int64_t step = 0;                        // optimizer step (dropout masks)
   std::span<const std::int64_t> sample_ids;     // dataset index of each sample of the batch (host), may be empty
   ReplicaReducer* reducer = nullptr;            // null: statistics of the local batch only
+  // Incremental decoding (decode_cache.h; generation, never training): the input holds positions
+  // [position_offset, position_offset + T) of its sequences, and attention layers keep their keys and values
+  // in `cache` and attend over every position cached before. Null cache: nothing is kept, and attention refuses
+  // a position_offset other than 0.
+  DecodeCache* cache = nullptr;
+  std::int64_t position_offset = 0;
 };
 
 // Called by Layer::backward with the layer-local index of a parameter whose gradient is final.

@@ -22,8 +22,8 @@ class Linear final : public Layer {
   Linear(std::int64_t in_features, std::int64_t out_features, Device device, bool bias = true,
          bool per_position = false);
   ~Linear() override;
-  // {"type": "linear", "out_features": N or "classes", "bias": true}; in_features from the input shape (its last
-  // axis for a [T, C] sample, per position).
+  // {"type": "linear", "out_features": N or "classes", "bias": true, "init_std": σ}; in_features from the input
+  // shape (its last axis for a [T, C] sample, per position).
   static std::unique_ptr<Layer> create(const LayerArgs& args);
 
   std::string kind() const override { return "linear"; }
@@ -31,7 +31,9 @@ class Linear final : public Layer {
   // {"weight", [out, in]}, {"bias", [out]} (without bias: the weight only).
   std::vector<ParamSpec> parameter_specs() const override;
   void bind_parameters(std::span<const ParamBinding> bindings) override;
-  // Weight: Kaiming (He) uniform for ReLU, U(-b, b) with b = sqrt(6 / in); bias: zeros.
+  // Weight: Kaiming (He) uniform for ReLU, U(-b, b) with b = sqrt(6 / in), or N(0, σ²) when an init_std σ > 0
+  // is set (GPT-2's initialisation); bias: zeros.
+  void set_init_std(double std) { init_std_ = std; }
   void init_parameter(std::size_t local_index, std::span<float> values, std::uint64_t seed) const override;
 
   const Tensor& forward(const Tensor& x) override;
@@ -48,6 +50,7 @@ class Linear final : public Layer {
   std::int64_t in_, out_;
   bool has_bias_;
   bool per_position_;
+  double init_std_ = 0.0;  // 0: Kaiming uniform
   Device device_;
   ParamBinding weight_, bias_;
   const Tensor* x_ = nullptr;  // input of the last forward

@@ -146,7 +146,8 @@ class Model {
   // x: [batch, input sample shape...] (or any shape of batch x input_features values) on the model's
   // device; must stay alive until backward. `context` (seed, step, sample ids, replica reducer) is handed
   // to every layer for this forward and its backward. Returns logits [batch, num_classes], owned by the
-  // model, valid until the next forward.
+  // model, valid until the next forward. With a decode cache in `context` (decode_cache.h), a model of [T]
+  // token samples takes ids [batch, T'] of any T' >= 1: positions [position_offset, position_offset + T').
   const Tensor& forward(const Tensor& x, const ForwardContext& context = {});
   // dlogits: gradient of the loss w.r.t. the logits of the last forward. Layers run in reverse; each
   // parameter's gradient is written (kOverwrite) or added to what is there (kAccumulate), then

@@ -59,6 +59,16 @@ ModelDescription builtin_model(std::string_view name);
 // other name.
 std::string canonical_mlp_name(std::string_view name);
 
+// What a language model's description says about the sequences it takes, read from its top-level layers:
+// whether its first layer is an `embedding` (it takes token ids), that embedding's "vocab" when it is a number
+// (0: "classes", the dataset's vocabulary), and the first `position_embedding`'s "context" (0: none).
+struct SequenceShape {
+  bool takes_tokens = false;
+  std::int64_t vocab = 0;
+  std::int64_t context = 0;
+};
+SequenceShape sequence_shape(const ModelDescription& description);
+
 // What a --model value names: an existing file is a JSON model file; text starting with '{' is JSON itself
 // (a checkpoint's stored description); anything else a built-in. Errors name the value.
 ModelDescription resolve_model_description(std::string_view model);
