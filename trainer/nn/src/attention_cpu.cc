@@ -10,32 +10,13 @@
 #include <vector>
 
 #include "backend.h"
+#include "fast_math.h"
 
 namespace mirror::nn::detail {
 namespace {
 
 using ops::Trans;
 constexpr std::int64_t kB = kAttentionBlock;
-
-// e^x for x <= 0 (scores minus their row maximum), relative error below 2e-7: 2^n · p(r) with n = round(x·log2 e)
-// and a degree-6 Taylor polynomial of e^r on |r| <= ln2/2. Written as branch-free float arithmetic so that a
-// loop of it vectorises.
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest by the 1.5·2^23 trick
-  const float r = (x - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
 
 // Views of one (sample, head) in the packed tensors.
 struct HeadView {

@@ -1,10 +1,12 @@
-// gelu.cc — mirror/nn/gelu.h: plain loops over the elements (float arithmetic, tanh from <cmath>).
+// gelu.cc — mirror/nn/gelu.h: plain loops over the elements in float arithmetic, with fast_math.h's tanh (libm's
+// tanhf, an out-of-line call per element, took most of a GPT's step).
 #include "mirror/nn/gelu.h"
 
 #include <cmath>
 
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#include "fast_math.h"
 
 namespace mirror::nn {
 namespace {
@@ -25,9 +27,10 @@ const Tensor& Gelu::forward(const Tensor& x) {
   y_.resize(x.shape());
   const float* in = x.data();
   float* out = y_.data();
+#pragma omp simd
   for (std::int64_t i = 0; i < x.numel(); ++i) {
     const float v = in[i];
-    out[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+    out[i] = 0.5f * v * (1.0f + detail::tanh_bounded_error(kSqrt2OverPi * (v + kCubic * v * v * v)));
   }
   return y_;
 }
@@ -40,9 +43,10 @@ const Tensor* Gelu::backward(const Tensor& dy, GradMode, bool need_dx, const Lay
   dx_.resize(x_->shape());
   const float *x = x_->data(), *g = dy.data();
   float* out = dx_.data();
+#pragma omp simd
   for (std::int64_t i = 0; i < dy.numel(); ++i) {
     const float v = x[i];
-    const float t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+    const float t = detail::tanh_bounded_error(kSqrt2OverPi * (v + kCubic * v * v * v));
     const float inner_grad = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
     out[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * inner_grad);
   }
