@@ -5,13 +5,15 @@
 
 #include "mirror/cli_checks.h"
 #include "mirror/data/convert.h"
+#include "mirror/data/llmc.h"
 
 ImportCommand::ImportCommand(CLI::App& app) {
   mirror::data::ImportOptions& o = options_;
   cmd_ = app.add_subcommand("import",
                             "Convert your own data to Mirror's format: a .npz (keys x/y or x_train/y_train/x_test/"
                             "y_test), an HDF5 file (--x/--y name its datasets), an image folder (SRC/<class>/<image>), "
-                            "or a .npy pair (--x X.npy --y Y.npy)");
+                            "a .npy pair (--x X.npy --y Y.npy), or llm.c token shards (a .bin file with --test FILE, or a "
+                            "directory of *_train*.bin and *_val*.bin) into a token dataset");
   cmd_->add_option("src", o.source, "Input: .npz, .h5/.hdf5, a folder of class sub-folders, or the x .npy");
   cmd_->add_option("--out", out_, "Output file <stem>.h5 (with --shards K: <stem>-IIIII-of-KKKKK.h5)")->required();
   cmd_->add_option("--x", o.x_name, "Samples: .npz key, HDF5 dataset path (/images), or .npy file");
@@ -42,6 +44,7 @@ ImportCommand::ImportCommand(CLI::App& app) {
 
 void ImportCommand::run() {
   namespace data = mirror::data;
+  if (data::is_llmc_source(options_.source)) return run_llmc();
   options_.layout = data::parse_layout(layout_);
   if (!x_dtype_.empty()) options_.x_dtype = x_dtype_ == "uint8" ? data::DType::kUInt8 : data::DType::kFloat32;
   if (cmd_->count("--x-scale")) options_.x_scale = x_scale_;
@@ -51,4 +54,15 @@ void ImportCommand::run() {
   for (std::size_t i = 0; i < s.sample_shape.size(); ++i) std::printf("%s%lld", i ? " x " : "", static_cast<long long>(s.sample_shape[i]));
   std::printf(" (%s), %lld classes\n", data::to_string(s.x_dtype), static_cast<long long>(s.num_classes));
   for (const auto& f : s.files) std::printf("wrote %s\n", f.c_str());
+}
+
+// llm.c's token shards: a token dataset (GPT-2 tokens), the splits from the shard names or --test.
+void ImportCommand::run_llmc() {
+  namespace data = mirror::data;
+  const data::LlmcImport plan = data::plan_llmc_import(options_.source, options_.test_source);
+  data::write_llmc_dataset(out_, plan);
+  std::printf("imported llm.c shards: %lld train tokens from %zu file(s), %lld test tokens from %zu file(s) "
+              "(gpt2, vocabulary 50257)\nwrote %s\n",
+              static_cast<long long>(plan.train_tokens), plan.train.size(), static_cast<long long>(plan.test_tokens),
+              plan.test.size(), out_.c_str());
 }

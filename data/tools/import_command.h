@@ -15,6 +15,7 @@ class ImportCommand {
   void run();  // throws mirror::Error
 
  private:
+  void run_llmc();  // llm.c token shards into a token dataset
   CLI::App* cmd_;
   std::string out_, layout_ = "nchw", x_dtype_;
   double x_scale_ = 0;

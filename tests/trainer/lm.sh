@@ -208,6 +208,29 @@ assert abs(loss - printed) < 1e-4, (loss, printed)
 print(f"ok: numpy forward of the checkpoint: loss {loss:.6f} over {n} windows; trainer {trained:.6f}, mirror-eval {printed}")
 PY
 
+# --- --init-from: a fine-tune starts from the checkpoint's weights with a fresh optimizer and schedule --------------
+ft=(--data "$TMP/text.h5" --init-from "$TMP/np1" --optimizer sgd --momentum 0 --lr 1e-30 --train-steps 1 --seed 9
+    --progress off --eval-every 0 --batch-size 4)
+mpi 2 "$TRAINER" "${ft[@]}" --checkpoint-dir "$TMP/ft" >"$TMP/ft.log" || fail "--init-from: $(cat "$TMP/ft.log")"
+grep -q "initialised from $TMP/np1/ckpt-00000020.h5" "$TMP/ft.log" || fail "no init line: $(head -4 "$TMP/ft.log")"
+grep -q "model $TMP/tiny.json (the model of $TMP/np1/ckpt-00000020.h5)" "$TMP/ft.log" \
+  || fail "without --model the checkpoint's model is not taken: $(grep "model " "$TMP/ft.log" | head -2)"
+/usr/bin/python3 - "$TMP/np1/ckpt-00000020.h5" "$TMP/ft/ckpt-00000001.h5" <<'PY' || fail "--init-from did not start from the checkpoint"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    assert int(b.attrs["step"]) == 1 and int(b.attrs["optimizer_step"]) == 1
+    worst = max(np.abs(np.asarray(a["params"][k]) - np.asarray(b["params"][k])).max() for k in a["params"])
+    assert worst < 1e-6, worst
+print(f"ok: --init-from starts from the checkpoint's weights (max diff {worst:.1e} after one step at lr 1e-30), step 1")
+PY
+mpi 2 "$TRAINER" "${ft[@]}" --train-steps 3 --max-steps 2 --lr 0.01 --checkpoint-dir "$TMP/ft2" --checkpoint-every 1 >/dev/null
+mpi 2 "$TRAINER" "${ft[@]}" --train-steps 3 --lr 0.01 --checkpoint-dir "$TMP/ft2" --resume auto >"$TMP/ft2.log"
+grep -q "resumed from $TMP/ft2/ckpt-00000002.h5 at step 2" "$TMP/ft2.log" && ! grep -q "initialised from" "$TMP/ft2.log" \
+  || fail "a restarted fine-tune did not continue its own run: $(grep -E "resumed|initialised" "$TMP/ft2.log")"
+echo "ok: --resume auto finding the fine-tune's own checkpoint wins over --init-from"
+expect_error nonzero "--init-from .* does not fit this run's model: parameter 1 is 'wte.weight' \[256, 12\] in the checkpoint but 'wte.weight' \[256, 128\]" \
+  mpi 1 "$TRAINER" "${ft[@]}" --model gpt-nano
+
 # --- bad input ----------------------------------------------------------------------------------------------------
 expect_error nonzero "--context 10 is longer than the context of model .* \(9 positions" \
   mpi 1 "$TRAINER" "${common[@]}" --context 10

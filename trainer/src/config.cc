@@ -148,7 +148,12 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
       ->check(cli::integer_in(0, 1024))->group("Data");
   app.add_flag("--hflip", c.hflip, "augmentation of training images: flip half of them left-right")->group("Data");
 
-  app.add_option("--model", c.model, model_help())->group("Model");
+  app.add_option("--model", c.model, model_help())->default_str("mlp:512,256, or --init-from's model")->group("Model");
+  app.add_option("--init-from", c.init_from,
+                 "start from this checkpoint's weights and buffers (a file, or a directory: its newest valid "
+                 "checkpoint) with a fresh optimizer, schedule and step count (fine-tuning); without --model, its "
+                 "model; --resume auto finding a checkpoint of this run wins")
+      ->group("Model");
   // Prints a built-in as a JSON model file to start from, and exits (before --data is asked for).
   app.add_option_function<std::string>(
          "--print-model",

@@ -40,6 +40,7 @@ void validate(TrainConfig& c, int world_size) {
                "--lr-milestones is a schedule of its own; drop --decay " << decay_flag_name(c.decay)
                                                                          << " or the milestones");
   MIRROR_CHECK(c.lr_milestones.empty() || c.gamma > 0.0, kInvalidArgument, "--lr-milestones needs --gamma > 0");
+  if (c.model.empty() && c.init_from.empty()) c.model = "mlp:512,256";
   if (c.early_stop > 0 && c.keep_best == BestMetric::kNone) c.keep_best = BestMetric::kTestLoss;
   MIRROR_CHECK(c.keep_best == BestMetric::kNone || c.early_stop > 0 || !c.checkpoint_dir.empty(), kInvalidArgument,
                "--keep-best needs --checkpoint-dir to keep best.h5 in");
@@ -66,6 +67,7 @@ std::string to_json(const TrainConfig& c) {
   j["random_crop"] = c.random_crop;
   j["hflip"] = c.hflip;
   j["model"] = c.model;
+  j["init_from"] = c.init_from;
   j["device"] = cli::enum_name(kDevices, c.device);
   j["blas_threads"] = c.blas_threads;
   j["conv_algorithm"] = cli::enum_name(kConvAlgorithms, c.conv_algorithm);

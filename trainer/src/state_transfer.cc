@@ -152,6 +152,58 @@ CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optim
   return s;
 }
 
+namespace {
+
+// The first tensor whose name or shape differs from the model's, as a sentence; "" when all match.
+std::string first_difference(const char* what, const std::vector<NamedTensor>& stored,
+                             const std::vector<nn::ParamInfo>& infos) {
+  for (std::size_t i = 0; i < std::max(stored.size(), infos.size()); ++i) {
+    if (i >= stored.size())
+      return std::string("the model's ") + what + " '" + infos[i].name + "' " + nn::to_string(infos[i].shape) +
+             " is not in the checkpoint";
+    if (i >= infos.size()) return std::string("the checkpoint's ") + what + " '" + stored[i].name + "' is not in the model";
+    if (stored[i].name != infos[i].name || stored[i].shape != infos[i].shape)
+      return std::string(what) + " " + std::to_string(i + 1) + " is '" + stored[i].name + "' " +
+             nn::to_string(stored[i].shape) + " in the checkpoint but '" + infos[i].name + "' " +
+             nn::to_string(infos[i].shape) + " in the model";
+  }
+  return "";
+}
+
+}  // namespace
+
+void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control) {
+  std::int32_t status = 0;
+  std::vector<float> params, buffers;
+  std::exception_ptr failure;
+  if (control.rank() == 0) {
+    try {
+      const CheckpointState state = read_checkpoint(path);
+      std::string difference = first_difference("parameter", state.params, model.parameters());
+      if (difference.empty()) difference = first_difference("buffer", state.buffers, model.buffers());
+      MIRROR_CHECK(difference.empty(), kInvalidArgument,
+                   "--init-from " << path << " does not fit this run's model: " << difference
+                                  << "; pass the --model it was trained with (or leave --model out to take its model)");
+      params = flat_values(state.params);
+      buffers = flat_values(state.buffers);
+    } catch (...) {
+      failure = std::current_exception();
+      status = -1;
+    }
+  }
+  control.broadcast(&status, 1, coll::DataType::kInt32, 0);
+  if (status == -1) {
+    if (failure) std::rethrow_exception(failure);
+    MIRROR_THROW(kRemote, "rank 0 could not load the --init-from checkpoint (its error says why)");
+  }
+  params.resize(static_cast<std::size_t>(model.num_parameters()));
+  buffers.resize(static_cast<std::size_t>(model.num_buffer_values()));
+  broadcast_floats(control, params);
+  broadcast_floats(control, buffers);
+  model.params_from_host(params);
+  model.buffers_from_host(buffers);
+}
+
 bool resume_from_checkpoint(const TrainConfig& config, nn::Model& model, nn::Optimizer& optimizer, RunPosition& position,
                             coll::Communicator& control, std::string& path_out, std::ostream* out) {
   if (!config.resume.any()) return false;

@@ -36,6 +36,12 @@ void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::C
 CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
                               const TrainConfig& config, int world_size, const std::string& tokenizer = "");
 
+// --init-from: rank 0 reads checkpoint `path` and checks that its parameters and buffers have the model's names
+// and shapes (kInvalidArgument naming the first that differs, or the counts); every rank receives them. The
+// optimizer, step and schedule are left as they are (fresh). Errors on rank 0 are raised there and as kRemote
+// on the others.
+void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control);
+
 // Resolves config.resume ("auto" or a path) on rank 0, reads and checks it against the model and optimizer,
 // and broadcasts it. Returns true and fills model, optimizer and position on every rank when a checkpoint was
 // loaded; false when "auto" found none. `path_out` (rank 0) receives the file used. Errors on rank 0 are

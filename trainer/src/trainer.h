@@ -44,6 +44,7 @@ class Trainer {
  private:
   // Setup, in order (trainer_setup.cc).
   void setup_model_graph();      // dataset, the model's layers (no collectives)
+  void take_init_checkpoint();   // --init-from: its file, and its model when --model is not given
   void setup_data();             // loader, steps, schedule
   // Collective on a transport that shares buffers: the model built into shared gradients (and sharded
   // parameters), then its optimizer.
@@ -94,6 +95,8 @@ class Trainer {
   std::unique_ptr<data::TrainLoader> loader_;
   std::int64_t accum_ = 1, steps_per_epoch_ = 0, total_steps_ = 0;
   std::int64_t context_ = 0;     // a language model's window length (0: not a language model)
+  std::string init_path_;        // --init-from's checkpoint file ("" without it)
+  std::string model_label_;      // the banner's name of the model ("": config_.model)
   std::optional<nn::LrSchedule> schedule_;
   std::unique_ptr<GradientBucketer> bucketer_;
   LossScaler scaler_;            // --grad-dtype fp16 (disabled otherwise)

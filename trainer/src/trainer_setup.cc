@@ -15,6 +15,7 @@
 #include "mirror/nn/model_build.h"
 #include "mirror/nn/weight_decay.h"
 #include "mirror/train/checkpoint.h"
+#include "mirror/train/checkpoint_model.h"
 #include "mirror/train/evaluate.h"
 #include "mirror/train/language_model.h"
 #include "mirror/train/setup_agreement.h"
@@ -88,6 +89,7 @@ void Trainer::setup_model_graph() {
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
   const data::DatasetInfo& info = dataset_->info();
+  if (!config_.init_from.empty()) take_init_checkpoint();
   MIRROR_CHECK(info.text || config_.context == 0, kInvalidArgument,
                "--context is for language models on token datasets; " << dataset_->describe() << " holds samples");
   nn::Shape sample(info.sample_shape);
@@ -104,6 +106,18 @@ void Trainer::setup_model_graph() {
   // all-gather costs more than the half optimizer step saves: docs/benchmarks.md).
   sharded_ = world_ > 1 && (config_.shard_optimizer == Toggle::kOn ||
                             (config_.shard_optimizer == Toggle::kAuto && shares_buffers()));
+}
+
+// --init-from's file, and without --model the model it holds (its description; the banner names its --model).
+void Trainer::take_init_checkpoint() {
+  std::ostringstream warnings;
+  init_path_ = resolve_checkpoint(config_.init_from, false, warnings);
+  if (out_) *out_ << warnings.str();
+  model_label_ = config_.model;
+  if (!config_.model.empty()) return;
+  const CheckpointState state = read_checkpoint(init_path_);
+  config_.model = state.model_description;
+  model_label_ = state.model_spec + " (the model of " + init_path_ + ")";
 }
 
 bool Trainer::shares_buffers() const {
@@ -178,6 +192,7 @@ void Trainer::setup_data() {
 void Trainer::restore_state() {
   init_and_broadcast_parameters(*model_, config_.seed, control_);
   resumed_ = resume_from_checkpoint(config_, *model_, *optimizer_, pos_, control_, summary_.last_checkpoint, out_);
+  if (!resumed_ && !init_path_.empty()) init_from_checkpoint(init_path_, *model_, control_);
   // fp16's loss scale goes on from the checkpoint's (one written without fp16 starts from --loss-scale).
   if (config_.grad_dtype == GradDtype::kFp16) {
     scaler_ = LossScaler(config_.loss_scale, config_.loss_scale_growth_interval);
@@ -241,7 +256,7 @@ void Trainer::print_banner() const {
     o << "  data " << config_.data << ": " << info.train_size << " train, " << info.test_size << " test, "
       << info.features << " features, " << info.num_classes << " classes\n";
   o
-    << "  model " << config_.model << ": " << model_->num_parameters() << " parameters ("
+    << "  model " << (model_label_.empty() ? config_.model : model_label_) << ": " << model_->num_parameters() << " parameters ("
     << model_->num_parameters() * 4 / 1024 << " KiB), " << bucketer_->bucket_count() << " gradient bucket(s)\n"
     << nn::layer_table(*model_)
     << "  batch " << config_.batch_size << " per rank, global " << config_.global_batch_size
@@ -252,6 +267,8 @@ void Trainer::print_banner() const {
     << schedule_->lr_at(std::min<std::int64_t>(pos_.step, total_steps_ - 1)) << "\n";
   if (config_.weight_decay > 0) o << "  " << weight_decay_line() << "\n";
   if (config_.grad_clip > 0) o << "  gradient norm clipped to " << config_.grad_clip << "\n";
+  if (!resumed_ && !init_path_.empty())
+    o << "  initialised from " << init_path_ << " (its weights and buffers; a fresh optimizer and schedule)\n";
   if (resumed_)
     o << "  resumed from " << summary_.last_checkpoint << " at step " << pos_.step << " (epoch " << pos_.epoch + 1
       << ", micro-batch " << pos_.micro << ")\n";

@@ -57,7 +57,11 @@ struct TrainConfig {
   std::int64_t random_crop = 0;
   bool hflip = false;
   // Model and device.
-  std::string model = "mlp:512,256";
+  std::string model;                // --model; "" (not given): --init-from's model, else mlp:512,256
+  // Start from this checkpoint's parameters and buffers (a file, or a directory's newest valid checkpoint) with a
+  // fresh optimizer, schedule and step count, as a fine-tune does; a checkpoint of the run itself found by
+  // --resume wins over it.
+  std::string init_from;
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   int blas_threads = 1;             // OpenBLAS threads per rank (CPU)
   nn::CpuConvAlgorithm conv_algorithm = nn::CpuConvAlgorithm::kWinograd;  // CPU convolutions (cpu_kernels.h)
