@@ -13,6 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   zlib1g-dev
   libzip-dev libstb-dev
+  libsentencepiece-dev libpcre2-dev   # mirror-data text's tokenizers: SentencePiece BPE, GPT-2's pattern
   libprotobuf-dev protobuf-compiler libboost-dev   # TensorBoard event files (protobuf, Boost.CRC)
   python3-venv                                     # scripts/python-env.sh (tensorboard for the reader test)
   python3-matplotlib

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # python-env.sh — the project's Python virtual environment for tests that read Mirror's output with the
-# tools users open it in (PyPI `tensorboard`: its EventAccumulator). Made with Debian's /usr/bin/python3
-# (python3-venv), installed once, reused after; concurrent callers wait on a lock.
+# tools users open it in (PyPI `tensorboard`: its EventAccumulator; `safetensors`: its numpy API). Made with
+# Debian's /usr/bin/python3 (python3-venv), installed once, reused after; concurrent callers wait on a lock.
 # Usage: scripts/python-env.sh        prints the environment's python on stdout
 #   MIRROR_PYENV (default $HOME/.cache/mirror-pyenv) is where it lives.
 # Exit codes: 0 ready; 77 the package index cannot be reached (tests skip on it); 1 anything else.
 set -euo pipefail
 env_dir="${MIRROR_PYENV:-$HOME/.cache/mirror-pyenv}"
-packages=(tensorboard)
+packages=(tensorboard safetensors)
 python="$env_dir/bin/python"
 
-ready() { [ -x "$python" ] && "$python" -c "import tensorboard.backend.event_processing.event_accumulator" 2>/dev/null; }
+ready() {
+  [ -x "$python" ] && "$python" -c "import tensorboard.backend.event_processing.event_accumulator, safetensors.numpy" 2>/dev/null
+}
 
 mkdir -p "$(dirname "$env_dir")"
 exec 9>"$env_dir.lock"
@@ -29,6 +31,6 @@ if ! ready; then
     echo "python-env: pip install ${packages[*]} failed" >&2
     exit 1
   fi
-  ready || { echo "python-env: tensorboard installed but its EventAccumulator does not import" >&2; exit 1; }
+  ready || { echo "python-env: ${packages[*]} installed but tensorboard's EventAccumulator or safetensors.numpy does not import" >&2; exit 1; }
 fi
 echo "$python"

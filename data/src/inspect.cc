@@ -5,6 +5,7 @@
 
 #include "mirror/data/convert.h"
 #include "mirror/data/dataset.h"
+#include "mirror/data/tokenizer.h"
 
 namespace mirror::data {
 
@@ -14,12 +15,23 @@ namespace {
 void report_tokens(const Dataset& ds, uintmax_t bytes, std::ostream& os) {
   const DatasetInfo& info = ds.info();
   os << "kind         tokens\n";
-  os << "tokenizer    " << info.tokenizer << "\n";
+  os << "tokenizer    " << info.tokenizer;
+  const std::vector<TokenizerBlob> blobs = read_tokenizer_blobs(ds);
+  for (std::size_t i = 0; i < blobs.size(); ++i)
+    os << (i == 0 ? " (files under /tokenizer: " : ", ") << blobs[i].name << " " << blobs[i].bytes.size() << " bytes"
+       << (i + 1 == blobs.size() ? ")" : "");
+  os << "\n";
   os << "vocabulary   " << info.vocab_size << " token ids\n";
   for (const char* name : {"train", "test"}) {
     const SplitInfo& s = ds.split(name);
     os << "/" << name << "       " << s.size << " tokens; " << (s.token_bytes == 2 ? "uint16" : "uint32") << "; chunk ";
     if (s.chunk_samples > 0) os << s.chunk_samples << " tokens"; else os << "none (contiguous)";
+    if (s.text_bytes > 0) {
+      os << "; text " << s.text_bytes << " bytes (" << std::setprecision(3)
+         << static_cast<double>(s.text_bytes) / static_cast<double>(s.size) << " bytes per token)";
+    } else {
+      os << "; text bytes unknown (no bits per byte)";
+    }
     os << "\n";
   }
   const double tokens = static_cast<double>(info.train_size + info.test_size);

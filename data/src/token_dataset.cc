@@ -93,6 +93,21 @@ void check_token_split(hid_t root, const std::string& file, int64_t vocab, Split
                                                << "' is empty (0 tokens); expected at least one token");
 }
 
+// The optional attribute <split>_bytes: one integer >= 1; absent, the token count for "bytes", else 0 (unknown).
+void read_text_bytes(hid_t root, const std::string& file, const std::string& tokenizer, SplitInfo& out) {
+  const std::string name = out.name + "_bytes";
+  const auto v = h5::read_int_attr(root, name, "file '" + file + "'");
+  if (!v) {
+    out.text_bytes = tokenizer == "bytes" ? out.size : 0;
+    return;
+  }
+  MIRROR_CHECK(v->size() == 1 && (*v)[0] >= 1, kFormat,
+               "file '" << file << "': attribute '" << name << "' is "
+                        << (v->size() == 1 ? std::to_string((*v)[0]) : "not one integer")
+                        << "; expected the split's text size in bytes, at least 1 " << kDoc);
+  out.text_bytes = (*v)[0];
+}
+
 }  // namespace
 
 bool is_token_dataset(const std::string& file) {
@@ -131,6 +146,8 @@ Dataset Dataset::open_tokens(const std::vector<std::string>& files) {
   ds.test_.name = "test";
   check_token_split(root.get(), file, info.vocab_size, ds.train_);
   check_token_split(root.get(), file, info.vocab_size, ds.test_);
+  read_text_bytes(root.get(), file, info.tokenizer, ds.train_);
+  read_text_bytes(root.get(), file, info.tokenizer, ds.test_);
   info.train_size = ds.train_.size;
   info.test_size = ds.test_.size;
   return ds;

@@ -7,6 +7,7 @@
 #include "mirror/data/dataset.h"
 #include "mirror/error.h"
 #include "token_dataset.h"
+#include "tokenizer_blobs.h"
 
 namespace mirror::data {
 
@@ -52,6 +53,9 @@ TokenWriter::TokenWriter(const std::string& path, const TokenHeader& header, int
   h5::write_string_attr(f, "kind", {kTokensKind});
   h5::write_int_attr(f, "vocab_size", {header.vocab_size});
   h5::write_string_attr(f, "tokenizer", {header.tokenizer});
+  if (header.train_bytes >= 0) h5::write_int_attr(f, "train_bytes", {header.train_bytes});
+  if (header.test_bytes >= 0) h5::write_int_attr(f, "test_bytes", {header.test_bytes});
+  write_tokenizer_blobs(f, header.tokenizer_blobs, path);
   const int64_t chunk = chunk_tokens > 0 ? chunk_tokens : kDefaultTokenChunk;
   m.create_split(0, "train", train_tokens, chunk);
   m.create_split(1, "test", test_tokens, chunk);

@@ -324,7 +324,9 @@ TEST(WriteText, TokensAreTheBytesSplitByTheFraction) {
                                            TextOptions{.tokenizer = "bytes", .test_fraction = 0.3});
   const std::string text = a + b;
   const auto n = static_cast<int64_t>(text.size());
-  EXPECT_EQ(s.train_tokens, text_train_tokens(n, 0.3));
+  EXPECT_EQ(s.train_tokens, text_train_bytes(n, 0.3));
+  EXPECT_EQ(s.train_bytes, s.train_tokens);  // bytes: one token a byte, recorded as the split's text size
+  EXPECT_EQ(s.test_bytes, s.test_tokens);
   EXPECT_EQ(s.train_tokens, static_cast<int64_t>(n * 0.7));
   EXPECT_EQ(s.train_tokens + s.test_tokens, n);
   EXPECT_EQ(s.vocab_size, 256);
@@ -346,7 +348,7 @@ TEST(WriteText, RefusesBadInput) {
   auto write = [&](std::vector<std::string> in, TextOptions o) { write_text_dataset(out, in, o); };
   expect_has(error_of([&] { write({dir.file("empty.txt")}, {}); }, ErrorKind::kInvalidArgument), {"empty"});
   expect_has(error_of([&] { write({dir.file("x.txt")}, {}); }, ErrorKind::kInvalidArgument),
-             {"too short", "1 tokens", "0 train"});
+             {"too short", "1 bytes", "0 train"});
   for (double f : {0.0, 1.0, -0.1, 1.5}) {
     expect_has(error_of([&] { write({dir.file("ok.txt")}, TextOptions{.test_fraction = f}); },
                         ErrorKind::kInvalidArgument),

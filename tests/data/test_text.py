@@ -100,7 +100,7 @@ def main():
     bad([inputs[0], "--test-fraction", "0"], ["--test-fraction", "between 0 and 1"])
     bad([inputs[0], "--test-fraction", "1"], ["--test-fraction", "between 0 and 1"])
     bad([inputs[0], "--test-fraction", "-0.5"], ["--test-fraction"])
-    bad([p("one.txt")], ["too short", "1 tokens"])
+    bad([p("one.txt")], ["too short", "1 bytes"])
     bad([p("one.txt"), "--test-fraction", "0.99"], ["too short"])
     bad([inputs[0], "--tokenizer", "gpt3"], ["unknown tokenizer 'gpt3'", "'bytes'"])
     bad([d], ["not a regular file"])

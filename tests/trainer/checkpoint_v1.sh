@@ -37,5 +37,5 @@ mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:8 --epochs 2 --batch-size 16 --p
   --checkpoint-dir "$TMP/ck" --resume "$TMP/v1.h5" >"$TMP/train.out" || fail "resume from v1: $(cat "$TMP/train.out")"
 grep -q "resumed from $TMP/v1.h5 at step 30 (epoch 2, micro-batch 0)" "$TMP/train.out" || fail "$(cat "$TMP/train.out")"
 out="$("$MIRROR_CKPT" inspect "$TMP/ck/ckpt-00000060.h5")"
-echo "$out" | grep -Eq "format version 4" || fail "the resumed run's checkpoint is not version 4: $out"
-echo "ok: a version-1 checkpoint resumes; the run writes version 4"
+echo "$out" | grep -Eq "format version 5" || fail "the resumed run's checkpoint is not version 5: $out"
+echo "ok: a version-1 checkpoint resumes; the run writes version 5"

@@ -187,7 +187,7 @@ done
 
 # A version-2 checkpoint (before the loss scale was stored) still resumes: the step-30 checkpoint of the
 # bf16 run rewritten as version 2 with h5py from docs/checkpoint-format.md (the header CRC recomputed; the
-# same code first checks that it reproduces the version-3 CRC, so the rewrite is right).
+# same code first checks that it reproduces the version-5 CRC, so the rewrite is right).
 mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 1 --batch-size 16 --eval-every 0 --progress off \
   --seed 3 --checkpoint-dir "$TMP/v3" >/dev/null
 "$PY" - "$TMP/v3/ckpt-00000030.h5" "$TMP/v2.h5" <<'PY' || fail "cannot write a version-2 checkpoint"
@@ -215,9 +215,9 @@ def header(h, version):
         t += f";tokenizer={s(h, 'tokenizer')}"
     return np.uint32(zlib.crc32(t.encode()) & 0xFFFFFFFF)
 with h5py.File(dst, "r+") as h:
-    assert int(h.attrs["format_version"]) == 4 and float(h.attrs["loss_scale"]) == 0.0
-    assert header(h, 4) == h.attrs["header_crc32"], "the version-4 header CRC is not reproduced"
-    del h.attrs["loss_scale"], h.attrs["loss_scale_good_steps"], h.attrs["tokenizer"]
+    assert int(h.attrs["format_version"]) == 5 and float(h.attrs["loss_scale"]) == 0.0
+    assert header(h, 5) == h.attrs["header_crc32"], "the version-5 header CRC is not reproduced"
+    del h.attrs["loss_scale"], h.attrs["loss_scale_good_steps"], h.attrs["tokenizer"], h["tokenizer"]
     h.attrs.modify("format_version", np.int64(2))
     h.attrs.modify("header_crc32", header(h, 2))
 PY
@@ -229,8 +229,8 @@ mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 2 --batch-size 16 --
 grep -q "resumed from $TMP/v2.h5 at step 30" "$TMP/v2.log" || fail "$(cat "$TMP/v2.log")"
 grep -q "as fp16 (loss scale 65536" "$TMP/v2.log" || fail "a version-2 resume does not start at --loss-scale: $(head -1 "$TMP/v2.log")"
 "$MIRROR_CKPT" inspect "$TMP/from-v2/ckpt-00000060.h5" >"$TMP/v3.txt"
-grep -q "format version 4" "$TMP/v3.txt" || fail "the resumed run did not write version 4: $(cat "$TMP/v3.txt")"
-echo "ok: a version-2 checkpoint resumes (fp16 from the initial loss scale) and the run writes version 4"
+grep -q "format version 5" "$TMP/v3.txt" || fail "the resumed run did not write version 5: $(cat "$TMP/v3.txt")"
+echo "ok: a version-2 checkpoint resumes (fp16 from the initial loss scale) and the run writes version 5"
 
 # ---- 5. overflow skips, non-finite loss stops -------------------------------------------------------
 mpi 2 "$TRAINER" --data "$TMP/d.h5" --model mlp:24 --epochs 2 --batch-size 16 --eval-every 1 --progress off \

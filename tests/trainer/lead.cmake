@@ -1,6 +1,9 @@
 # tests/trainer/lead.cmake — the trainer's data-parallel, checkpoint and program tests (included from
 # tests/trainer/CMakeLists.txt).
 mirror_add_test(test_checkpoint SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint.cc LIBS mirror::train)
+mirror_add_test(test_checkpoint_tokenizer SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint_tokenizer.cc
+                LIBS mirror::train)
+mirror_add_test(test_interchange SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interchange.cc LIBS mirror::train)
 mirror_add_test(test_grad_compression SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_compression.cc LIBS mirror::train)
 mirror_add_mpi_test(test_grad_sync SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_grad_sync.cc
                     LIBS mirror::train mirror::collectives NP 1 2 3 4 TIMEOUT 120)
@@ -11,7 +14,8 @@ set(_mirror_script_env
   "TRAINER=$<TARGET_FILE:trainer>" "MIRROR_DATA=$<TARGET_FILE:mirror-data>" "MIRROR_EVAL=$<TARGET_FILE:mirror-eval>"
   "MIRROR_CKPT=$<TARGET_FILE:mirror-ckpt>" "MIRRORRUN=$<TARGET_FILE:mirrorrun>" "MPIEXEC=${MPIEXEC_EXECUTABLE}" "MPIEXEC_FLAGS=${_mirror_flags}")
 foreach(script equivalence sync_bn cnn_resume weight_decay cnn_misfits resume bad_flags eval_ckpt restart preempt
-        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype stop_signal lm)
+        checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype stop_signal lm lm_tokenizers
+        interchange)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()
@@ -31,5 +35,11 @@ set_tests_properties(trainer.fusion_bench_shared1.np2 PROPERTIES TIMEOUT 120 PRO
 mirror_add_mpi_test(test_state_transfer SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_state_transfer.cc
                     LIBS mirror::train mirror::collectives NP 1 2 3 TIMEOUT 120)
 target_include_directories(test_state_transfer PRIVATE ${PROJECT_SOURCE_DIR}/trainer/src)
-# telemetry.sh skips (77) only when tensorboard cannot be installed into the project's Python environment.
-set_tests_properties(trainer.telemetry PROPERTIES SKIP_RETURN_CODE 77)
+# telemetry.sh and interchange.sh skip (77) only when tensorboard or safetensors cannot be installed into the
+# project's Python environment.
+set_tests_properties(trainer.telemetry trainer.interchange PROPERTIES SKIP_RETURN_CODE 77)
+
+# The trainer must not link libsentencepiece: its bundled protobuf-lite symbols would shadow libprotobuf-lite's,
+# which the TensorBoard writer calls (trainer/src/text_tokens.cc says how the link is kept apart).
+add_test(NAME trainer.no_sentencepiece
+         COMMAND bash -c "! readelf -d \"$<TARGET_FILE:trainer>\" | grep -q 'libsentencepiece'")

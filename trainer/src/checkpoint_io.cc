@@ -1,6 +1,7 @@
 // checkpoint_io.cc — writes and reads one checkpoint file (HDF5): the header attributes with their own
 // CRC-32, /params, /buffers and /optimizer tensors each with a CRC-32; atomic write through a temporary +
-// rename. Reads format versions 1 to 3 (docs/checkpoint-format.md).
+// rename; the tokenizer's files under /tokenizer, each with a CRC-32. Reads format versions 1 to 5
+// (docs/checkpoint-format.md).
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -269,6 +270,46 @@ std::vector<NamedTensor> read_tensors(hid_t file, const char* group_name, const 
   return out;
 }
 
+// ---- tokenizer files (v5) ----------------------------------------------------------------------
+
+// /tokenizer: one uint8 dataset per file with its CRC-32, and the attribute "order" naming them one a line.
+void write_tokenizer_files(hid_t file, const std::vector<NamedBlob>& blobs) {
+  h5::Handle group(MIRROR_CHECK_HDF5(H5Gcreate2(file, "tokenizer", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "tokenizer"),
+                   H5Gclose);
+  std::string order;
+  for (const NamedBlob& b : blobs) {
+    const bool plain = !b.name.empty() && b.name[0] != '.' && b.name.find_first_of("/\n") == std::string::npos;
+    MIRROR_CHECK(plain, kInvalidArgument,
+                 "checkpoint state: tokenizer file name '" << b.name << "' is not a plain file name");
+    write_text(group.get(), b.name.c_str(), b.bytes);
+    h5::Handle ds(MIRROR_CHECK_HDF5(H5Dopen2(group.get(), b.name.c_str(), H5P_DEFAULT), b.name), H5Dclose);
+    write_u32(ds.get(), "crc32", crc32_of(b.bytes.data(), b.bytes.size()));
+    order += b.name;
+    order += '\n';
+  }
+  write_str(group.get(), "order", order);
+}
+
+std::vector<NamedBlob> read_tokenizer_files(hid_t file, const std::string& path) {
+  if (H5Lexists(file, "tokenizer", H5P_DEFAULT) <= 0)
+    MIRROR_THROW(kFormat, path << ": group /tokenizer is missing; not a complete version-5 Mirror checkpoint");
+  h5::Handle group(MIRROR_CHECK_HDF5(H5Gopen2(file, "tokenizer", H5P_DEFAULT), path << " /tokenizer"), H5Gclose);
+  std::vector<NamedBlob> out;
+  std::istringstream names(Reader(group.get(), path).str("order"));
+  for (std::string name; std::getline(names, name);) {
+    if (name.empty()) continue;
+    const std::string where = path + " /tokenizer/" + name;
+    NamedBlob b{name, Reader(group.get(), path + " /tokenizer").text(name.c_str())};
+    h5::Handle ds(MIRROR_CHECK_HDF5(H5Dopen2(group.get(), name.c_str(), H5P_DEFAULT), where), H5Dclose);
+    const std::uint32_t stored = Reader(ds.get(), where).u32("crc32");
+    if (stored != crc32_of(b.bytes.data(), b.bytes.size()))
+      MIRROR_THROW(kFormat, where << ": checksum mismatch (stored crc32 " << std::hex << stored
+                                  << "); the checkpoint is corrupt");
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 void fsync_path(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
   if (fd < 0) MIRROR_THROW(kIo, "cannot open " << path << " to flush it: " << std::strerror(errno));
@@ -316,6 +357,7 @@ void write_hdf5(const std::string& tmp, const CheckpointState& s) {
   write_tensors(f, "params", s.params);
   write_tensors(f, "buffers", s.buffers);
   write_tensors(f, "optimizer", s.optimizer_state);
+  write_tokenizer_files(f, s.tokenizer_files);
   MIRROR_CHECK_HDF5(H5Fflush(f, H5F_SCOPE_GLOBAL), tmp);
 }
 
@@ -400,6 +442,7 @@ CheckpointState read_checkpoint(const std::string& path) {
   s.params = read_tensors(file.get(), "params", path);
   if (version >= 2) s.buffers = read_tensors(file.get(), "buffers", path);
   s.optimizer_state = read_tensors(file.get(), "optimizer", path);
+  if (version >= 5) s.tokenizer_files = read_tokenizer_files(file.get(), path);
   return s;
 }
 

@@ -147,7 +147,8 @@ void EpochReporter::add_text_metrics(Json& m, const EpochTimes& t, const EpochVe
   for (const char* key : {"samples_per_s", "steady_samples_per_s"}) m.erase(key);
   if (verdict.evaluated) {
     m["test_perplexity"] = perplexity(verdict.test_loss);
-    const std::optional<double> bpb = bits_per_byte(verdict.test_loss, dataset_.info().tokenizer);
+    const data::SplitInfo& test = dataset_.split("test");
+    const std::optional<double> bpb = bits_per_byte(verdict.test_loss, test.size, test.text_bytes);
     if (bpb) m["test_bits_per_byte"] = *bpb;
   } else {
     m.erase("test_loss");

@@ -33,9 +33,9 @@ LanguageModelInput language_model_input(std::int64_t requested, const nn::ModelD
 
 double perplexity(double mean_loss) { return mean_loss < 700.0 ? std::exp(mean_loss) : HUGE_VAL; }
 
-std::optional<double> bits_per_byte(double mean_loss, const std::string& tokenizer) {
-  if (tokenizer == "bytes") return mean_loss / std::log(2.0);
-  return std::nullopt;
+std::optional<double> bits_per_byte(double mean_loss, std::int64_t tokens, std::int64_t bytes) {
+  if (bytes <= 0 || tokens <= 0) return std::nullopt;
+  return mean_loss * static_cast<double>(tokens) / static_cast<double>(bytes) / std::log(2.0);
 }
 
 }  // namespace mirror::train

@@ -123,9 +123,11 @@ void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::C
 }
 
 CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
-                              const TrainConfig& config, int world_size, const std::string& tokenizer) {
+                              const TrainConfig& config, int world_size, const std::string& tokenizer,
+                              const std::vector<NamedBlob>& tokenizer_files) {
   CheckpointState s;
   s.tokenizer = tokenizer;
+  s.tokenizer_files = tokenizer_files;
   s.step = position.step;
   s.epoch = position.epoch;
   s.epoch_micro_step = position.micro;

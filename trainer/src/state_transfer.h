@@ -32,9 +32,10 @@ struct RunPosition {
 void init_and_broadcast_parameters(nn::Model& model, std::uint64_t seed, coll::Communicator& control);
 
 // The checkpoint of the current state (called on rank 0; reads the device state to the host).
-// tokenizer: the dataset's ("" for samples with labels).
+// tokenizer, tokenizer_files: the dataset's ("" and none for samples with labels).
 CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optimizer, const RunPosition& position,
-                              const TrainConfig& config, int world_size, const std::string& tokenizer = "");
+                              const TrainConfig& config, int world_size, const std::string& tokenizer = "",
+                              const std::vector<NamedBlob>& tokenizer_files = {});
 
 // --init-from: rank 0 reads checkpoint `path` and checks that its parameters and buffers have the model's names
 // and shapes (kInvalidArgument naming the first that differs, or the counts); every rank receives them. The

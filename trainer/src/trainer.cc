@@ -14,6 +14,7 @@
 #include "mirror/nn/device.h"
 #include "mirror/nn/finite.h"
 #include "mirror/train/checkpoint.h"
+#include "mirror/train/text_tokens.h"
 
 namespace mirror::train {
 namespace {
@@ -225,7 +226,8 @@ void Trainer::save_checkpoint() {
     saved.loss_scale_good_steps = scaler_.enabled() ? scaler_.good_steps() : 0;
     summary_.last_checkpoint =
         write_checkpoint(config_.checkpoint_dir,
-                         capture_state(*model_, *optimizer_, saved, config_, world_, dataset_->info().tokenizer));
+                         capture_state(*model_, *optimizer_, saved, config_, world_, dataset_->info().tokenizer,
+                                       dataset_tokenizer_files(*dataset_)));
     prune_checkpoints(config_.checkpoint_dir, config_.keep);
   }
   last_checkpoint_step_ = pos_.step;

@@ -117,7 +117,9 @@ void Trainer::take_init_checkpoint() {
   if (!config_.model.empty()) return;
   const CheckpointState state = read_checkpoint(init_path_);
   config_.model = state.model_description;
-  model_label_ = state.model_spec + " (the model of " + init_path_ + ")";
+  // An imported or fine-tuned checkpoint's --model is its description's JSON: the banner names the file only.
+  const bool named = !state.model_spec.empty() && state.model_spec.front() != '{';
+  model_label_ = (named ? state.model_spec + " " : std::string()) + "(the model of " + init_path_ + ")";
 }
 
 bool Trainer::shares_buffers() const {

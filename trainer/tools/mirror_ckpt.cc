@@ -3,10 +3,14 @@
 //                     best.h5 (--keep-best) holds is marked "best", and best.h5 listed itself
 //   inspect FILE      header, configuration, tensors with shapes and norms
 //   verify FILE       every checksum; exit 1 when corrupt
-//   diff A B [--tol]  max |a - b| per tensor; exit 0 when all <= tol, 1 otherwise
+//   diff A B [--tol]  max |a - b| per tensor; exit 0 when all <= tol, 1 otherwise (a group one file lacks
+//                     entirely, e.g. an imported checkpoint's optimizer state, is "not compared")
+//   export C --format safetensors|hf-gpt2 --out DIR    the model to other tools' files (model_interchange.h)
+//   import DIR --format safetensors|hf-gpt2 --out C.h5  and back, as a checkpoint at step 0
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,7 +19,9 @@
 #include "mirror/error.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/train/checkpoint.h"
+#include "mirror/train/checkpoint_model.h"
 #include "mirror/train/cli_checks.h"
+#include "mirror/train/model_interchange.h"
 
 namespace {
 using namespace mirror::train;
@@ -85,6 +91,12 @@ int inspect_command(const std::string& file) {
               static_cast<long long>(s.num_classes), s.optimizer_kind.c_str(),
               static_cast<long long>(s.optimizer_step));
   if (s.model_description != s.model_spec) std::printf("  description %s\n", s.model_description.c_str());
+  if (!s.tokenizer.empty()) {  // a language model's tokenizer and its files (formats 4 and 5)
+    std::printf("  tokenizer %s", s.tokenizer.c_str());
+    for (const auto& f : s.tokenizer_files) std::printf("%s %s (%zu bytes)", &f == &s.tokenizer_files.front() ? ":" : ",",
+                                                        f.name.c_str(), f.bytes.size());
+    std::printf("\n");
+  }
   if (s.loss_scale > 0)  // --grad-dtype fp16's dynamic loss scale (format 3)
     std::printf("  loss scale %.17g after %lld good steps in a row\n", s.loss_scale,
                 static_cast<long long>(s.loss_scale_good_steps));
@@ -157,23 +169,53 @@ bool diff_group(const char* title, const std::vector<NamedTensor>& a, const std:
   return ok;
 }
 
+// A group that one file lacks entirely (an imported checkpoint has no optimizer state) is not compared: reported,
+// not a difference. Tensors missing inside a group both files have still differ.
+bool diff_or_skip_group(const char* title, const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b,
+                        double tol) {
+  if (a.empty() && b.empty()) return true;
+  if (a.empty() || b.empty()) {
+    std::printf("%s: not compared (only in %s: %zu tensors)\n", title, a.empty() ? "B" : "A", std::max(a.size(), b.size()));
+    return true;
+  }
+  return diff_group(title, a, b, tol);
+}
+
 int diff_command(const std::string& file_a, const std::string& file_b, double tol) {
   const CheckpointState a = read_checkpoint(file_a);
   const CheckpointState b = read_checkpoint(file_b);
   std::printf("A %s (step %lld)\nB %s (step %lld)\ntolerance %g\n", file_a.c_str(), static_cast<long long>(a.step),
               file_b.c_str(), static_cast<long long>(b.step), tol);
-  const bool params_ok = diff_group("parameters", a.params, b.params, tol);
-  const bool buffers_ok = a.buffers.empty() && b.buffers.empty() ? true : diff_group("buffers", a.buffers, b.buffers, tol);
-  const bool state_ok = diff_group("optimizer state", a.optimizer_state, b.optimizer_state, tol);
+  const bool params_ok = diff_or_skip_group("parameters", a.params, b.params, tol);
+  const bool buffers_ok = diff_or_skip_group("buffers", a.buffers, b.buffers, tol);
+  const bool state_ok = diff_or_skip_group("optimizer state", a.optimizer_state, b.optimizer_state, tol);
   const bool ok = params_ok && buffers_ok && state_ok;
   std::printf("%s\n", ok ? "equal within tolerance" : "DIFFERENT");
   return ok ? 0 : 1;
 }
 
+int export_command(const std::string& checkpoint, const std::string& format, const std::string& out) {
+  const ModelFormat f = parse_model_format(format);
+  const std::string path = resolve_checkpoint(checkpoint, false, std::cerr);
+  const CheckpointState s = read_checkpoint(path);
+  export_model(s, f, out);
+  std::printf("exported %s (step %lld, %zu parameter and %zu buffer tensors) as %s to %s\n", path.c_str(),
+              static_cast<long long>(s.step), s.params.size(), s.buffers.size(), format.c_str(), out.c_str());
+  return 0;
+}
+
+int import_command(const std::string& dir, const std::string& format, const std::string& out) {
+  const CheckpointState s = import_model(dir, parse_model_format(format));
+  write_checkpoint_file(out, s);
+  std::printf("imported %s (%s: %zu parameter and %zu buffer tensors) to %s\n", dir.c_str(), format.c_str(),
+              s.params.size(), s.buffers.size(), out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mirror-ckpt: list, inspect, verify and compare Mirror checkpoints", "mirror-ckpt"};
+  CLI::App app{"mirror-ckpt: list, inspect, verify, compare, export and import Mirror checkpoints", "mirror-ckpt"};
   app.require_subcommand(1);
   std::string dir, file, file_b;
   double tol = 0.0;
@@ -187,6 +229,15 @@ int main(int argc, char** argv) {
   diff->add_option("a", file, "first checkpoint")->required();
   diff->add_option("b", file_b, "second checkpoint")->required();
   diff->add_option("--tol", tol, "largest allowed absolute difference")->check(mirror::cli::non_negative_number());
+  std::string format, out;
+  auto* exp = app.add_subcommand("export", "a checkpoint's model as safetensors (any model) or Hugging Face GPT-2");
+  exp->add_option("checkpoint", file, "checkpoint file, or a directory (its newest valid checkpoint)")->required();
+  exp->add_option("--format", format, "safetensors or hf-gpt2")->required()->check(CLI::IsMember({"safetensors", "hf-gpt2"}));
+  exp->add_option("--out", out, "directory to write (created; nothing left behind on error)")->required();
+  auto* imp = app.add_subcommand("import", "an exported (or Hugging Face GPT-2) directory as a checkpoint at step 0");
+  imp->add_option("dir", dir, "directory holding model.safetensors and model.json or config.json")->required();
+  imp->add_option("--format", format, "safetensors or hf-gpt2")->required()->check(CLI::IsMember({"safetensors", "hf-gpt2"}));
+  imp->add_option("--out", out, "checkpoint file to write (atomically)")->required();
   mirror::cli::install_sentence_errors(app);
   try {
     app.parse(argc, argv);
@@ -197,6 +248,8 @@ int main(int argc, char** argv) {
     if (*list) return list_command(dir);
     if (*inspect) return inspect_command(file);
     if (*verify) return verify_command(file);
+    if (*exp) return export_command(file, format, out);
+    if (*imp) return import_command(dir, format, out);
     return diff_command(file, file_b, tol);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -41,7 +41,7 @@ struct EvalOptions {
 
 // A language model: the split's consecutive windows (each once, over all ranks); rank 0 prints the checkpoint
 // and the split to stderr and one line to stdout: "loss X  perplexity P  bits_per_byte B" (bits per byte where
-// the tokenizer knows the bytes per token).
+// the dataset records the split's bytes).
 int report_language_model(const EvalOptions& o, const std::string& path, const train::CheckpointState& state,
                           nn::Model& model, const data::Dataset& dataset, coll::Communicator& control) {
   const train::EvalResult r = train::evaluate_tokens(model, dataset, o.split, o.batch_size > 0 ? o.batch_size : 8,
@@ -54,7 +54,8 @@ int report_language_model(const EvalOptions& o, const std::string& path, const t
                control.size());
   const double loss = r.mean_loss();
   std::printf("loss %.4f  perplexity %.4f", loss, train::perplexity(loss));
-  const std::optional<double> bpb = train::bits_per_byte(loss, dataset.info().tokenizer);
+  const data::SplitInfo& split = dataset.split(o.split);
+  const std::optional<double> bpb = train::bits_per_byte(loss, split.size, split.text_bytes);
   if (bpb) std::printf("  bits_per_byte %.4f", *bpb);
   std::printf("\n");
   return 0;

@@ -15,11 +15,13 @@
 #include "mirror/agreed_error.h"
 #include "mirror/cli_checks.h"
 #include "mirror/error.h"
+#include "mirror/nn/model_description.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/model.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/checkpoint_model.h"
 #include "mirror/train/generate.h"
+#include "mirror/data/tokenizer.h"
 #include "mirror/train/text_tokens.h"
 
 namespace {
@@ -37,6 +39,7 @@ struct Loaded {
   std::string path;
   train::CheckpointState state;  // without its tensors (they are in the model)
   std::unique_ptr<nn::Model> model;
+  std::unique_ptr<data::Tokenizer> tokenizer;  // the checkpoint's (its name and files)
   std::vector<std::int32_t> prompt;
 };
 
@@ -80,22 +83,26 @@ void add_flags(CLI::App& app, GenerateCommand& c) {
   cli::install_sentence_errors(app);
 }
 
-// The checkpoint must hold a language model: a tokenizer and input samples [context].
+// The checkpoint must hold a language model (a model that takes token ids [context]) with a tokenizer.
 void check_language_model(const std::string& path, const train::CheckpointState& state) {
+  const bool takes_tokens = nn::sequence_shape(nn::resolve_model_description(state.model_description)).takes_tokens;
+  MIRROR_CHECK(!takes_tokens || !state.tokenizer.empty(), kInvalidArgument,
+               "checkpoint " << path << " holds a language model but has no tokenizer (imported weights without "
+                             << "vocab.json and merges.txt?); mirror-generate encodes the prompt with the checkpoint's "
+                                "tokenizer: import the model with its tokenizer files, or fine-tune it on a token dataset");
   MIRROR_CHECK(!state.tokenizer.empty(), kInvalidArgument,
                "checkpoint " << path << " is not a language model (it records no tokenizer: its model '"
                              << state.model_spec << "' was trained on " << state.num_classes
                              << " classes, not on a token dataset); mirror-generate needs a language model's checkpoint");
-  train::check_tokenizer(state.tokenizer);
   MIRROR_CHECK(state.sample_shape.size() == 1 && state.sample_shape[0] >= 1, kFormat,
                "checkpoint " << path << " records tokenizer '" << state.tokenizer
                              << "' but its input samples are not token windows [context]");
 }
 
-// The prompt's tokens, each inside the model's vocabulary (the error names the byte and where it is).
+// The prompt's tokens, each inside the model's vocabulary (the error names the token and where it is).
 std::vector<std::int32_t> prompt_tokens(const std::string& prompt, const std::string& path,
-                                        const train::CheckpointState& state) {
-  std::vector<std::int32_t> tokens = train::encode_text(state.tokenizer, prompt);
+                                        const train::CheckpointState& state, const data::Tokenizer& tokenizer) {
+  std::vector<std::int32_t> tokens = tokenizer.encode(prompt);
   for (std::size_t i = 0; i < tokens.size(); ++i)
     MIRROR_CHECK(tokens[i] < state.num_classes, kInvalidArgument,
                  "the prompt's token " << tokens[i] << " (position " << i << " of " << tokens.size()
@@ -109,7 +116,8 @@ Loaded load(const GenerateCommand& c) {
   l.path = train::resolve_checkpoint(c.checkpoint, c.best, std::cerr);
   l.state = train::read_checkpoint(l.path);
   check_language_model(l.path, l.state);
-  l.prompt = prompt_tokens(c.prompt, l.path, l.state);
+  l.tokenizer = train::checkpoint_tokenizer(l.state);
+  l.prompt = prompt_tokens(c.prompt, l.path, l.state, *l.tokenizer);
   const nn::Device device = nn::resolve_device(nn::DeviceRequest::kCpu, 0, c.blas_threads);
   l.model = train::model_from_checkpoint(l.path, l.state, device);
   l.state.params.clear();
@@ -132,9 +140,10 @@ int write_generation(const GenerateCommand& c, Loaded& l) {
                static_cast<unsigned long long>(c.generate.seed));
   write_bytes(c.prompt);
   train::GenerateOptions options = c.generate;
-  options.token_limit = train::tokenizer_vocabulary(s.tokenizer);  // never a token the tokenizer cannot write
+  options.token_limit = l.tokenizer->vocab_size();  // never a token the tokenizer cannot write
+  // Tokens decode one at a time: every tokenizer's decode is compositional (mirror/data/tokenizer.h).
   train::generate(*l.model, l.prompt, options, [&](std::int32_t token) {
-    write_bytes(train::decode_tokens(s.tokenizer, std::span<const std::int32_t>(&token, 1)));
+    write_bytes(l.tokenizer->decode(std::span<const std::int32_t>(&token, 1)));
   });
   write_bytes("\n");
   return exit_code::kOk;

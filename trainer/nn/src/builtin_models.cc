@@ -66,13 +66,7 @@ Json resnet20() {
 // position embeddings, `layers` blocks of x + attn(ln_1(x)) and x + mlp(ln_2(x)) with mlp = Linear C->4C,
 // GELU, Linear 4C->C, then ln_f and a head tied to the token embedding. Initialised as GPT-2: weights
 // N(0, 0.02), the two residual projections of each block N(0, 0.02/sqrt(2L)), biases 0, LayerNorm 1 and 0.
-struct GptShape {
-  int layers, heads, channels, context;
-  Json vocab;  // a number, or "classes": the dataset's vocabulary
-};
-
-void gpt_block(Json& layers, const std::string& prefix, const GptShape& g, double residual_std) {
-  const std::string& p = prefix;
+void gpt_block(Json& layers, const std::string& p, const GptSizes& g, double residual_std) {
   layers.push_back(layer("layernorm", p + "_ln1"));
   layers.push_back({{"type", "causal_self_attention"}, {"name", p + "_attn"}, {"heads", g.heads},
                     {"init_std", 0.02}, {"proj_init_std", residual_std}});
@@ -86,14 +80,19 @@ void gpt_block(Json& layers, const std::string& prefix, const GptShape& g, doubl
   layers.push_back({{"type", "add"}, {"name", p + "_add2"}, {"inputs", {p + "_add1", p + "_proj"}}});
 }
 
-Json gpt(const GptShape& g) {
-  const double residual_std = 0.02 / std::sqrt(2.0 * g.layers);
-  Json layers = {{{"type", "embedding"}, {"name", "wte"}, {"vocab", g.vocab}, {"channels", g.channels},
+Json gpt(const GptSizes& g) {
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(g.layers));
+  const Json vocab = g.vocab > 0 ? Json(g.vocab) : Json("classes");
+  Json layers = {{{"type", "embedding"}, {"name", "wte"}, {"vocab", vocab}, {"channels", g.channels},
                   {"init_std", 0.02}},
                  {{"type", "position_embedding"}, {"name", "wpe"}, {"context", g.context}, {"init_std", 0.02}}};
-  for (int l = 0; l < g.layers; ++l) gpt_block(layers, "h" + std::to_string(l), g, residual_std);
+  for (std::int64_t l = 0; l < g.layers; ++l) {
+    std::string prefix = "h";  // (not "h" + ...: GCC 12's -Wrestrict false positive)
+    prefix += std::to_string(l);
+    gpt_block(layers, prefix, g, residual_std);
+  }
   layers.push_back(layer("layernorm", "ln_f"));
-  layers.push_back({{"type", "linear"}, {"name", "head"}, {"out_features", g.vocab}, {"bias", false},
+  layers.push_back({{"type", "linear"}, {"name", "head"}, {"out_features", vocab}, {"bias", false},
                     {"tied_to", "wte"}});
   return {{"layers", layers}};
 }
@@ -158,8 +157,8 @@ ModelDescription builtin_model(std::string_view name) {
   else if (n == "keras-cnn") j = keras_cnn();
   else if (n == "cnn-bn") j = cnn_bn();
   else if (n == "resnet20") j = resnet20();
-  else if (n == "gpt-nano") j = gpt({4, 4, 128, 64, "classes"});
-  else if (n == "gpt-mini") j = gpt({6, 6, 384, 256, "classes"});
+  else if (n == "gpt-nano") j = gpt({4, 4, 128, 64, 0});
+  else if (n == "gpt-mini") j = gpt({6, 6, 384, 256, 0});
   else if (n == "gpt2-small") j = gpt({12, 12, 768, 1024, 50257});
   if (j.is_null()) {
     std::string names;
@@ -167,6 +166,10 @@ ModelDescription builtin_model(std::string_view name) {
     MIRROR_THROW(kInvalidArgument, "model '" << n << "' is neither a file nor a built-in model (" << names << ")");
   }
   return ModelDescription::parse(j.dump(), "built-in model " + n);
+}
+
+ModelDescription gpt_model(const GptSizes& sizes) {
+  return ModelDescription::parse(gpt(sizes).dump(), "GPT-2 description");
 }
 
 std::string canonical_mlp_name(std::string_view name) {

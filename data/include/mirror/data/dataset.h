@@ -35,6 +35,9 @@ struct SplitInfo {
   std::vector<int64_t> class_counts;  // histogram of y (num_classes entries), computed on open
   int64_t chunk_samples = 0;          // rows per HDF5 chunk of x in the first shard (0: contiguous); tokens per chunk
   int64_t token_bytes = 0;            // token datasets: 2 (tokens stored as uint16) or 4 (uint32); else 0
+  // Token datasets: the bytes of text the split's tokens stand for (attribute train_bytes/test_bytes; for the
+  // "bytes" tokenizer the token count when absent); 0 when unknown (then no bits per byte).
+  int64_t text_bytes = 0;
 };
 
 struct DatasetInfo {

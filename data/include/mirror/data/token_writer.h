@@ -1,12 +1,15 @@
 // mirror/data/token_writer.h — TokenWriter: writes a token dataset (docs/dataset-format.md, "Token datasets"):
-// one file with the root attributes format_version, kind = "tokens", vocab_size and tokenizer, and the
-// chunked 1-D datasets /train/tokens and /test/tokens (uint16 when vocab_size <= 65536, else uint32), from
-// tokens appended in order.
+// one file with the root attributes format_version, kind = "tokens", vocab_size and tokenizer (and train_bytes,
+// test_bytes where the text's size is known), the chunked 1-D datasets /train/tokens and /test/tokens (uint16 when
+// vocab_size <= 65536, else uint32), from tokens appended in order, and the tokenizer's files under /tokenizer.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "mirror/data/tokenizer.h"
 
 namespace mirror::data {
 
@@ -15,6 +18,9 @@ inline constexpr int64_t kDefaultTokenChunk = 65536;  // tokens per HDF5 chunk: 
 struct TokenHeader {
   int64_t vocab_size = 0;  // 1 .. 2^31 - 1
   std::string tokenizer;   // e.g. "bytes"; not empty
+  // Bytes of text each split's tokens stand for (attributes train_bytes, test_bytes): < 0 when unknown (not written).
+  int64_t train_bytes = -1, test_bytes = -1;
+  std::vector<TokenizerBlob> tokenizer_blobs = {};  // the tokenizer's files, written under /tokenizer
 };
 
 class TokenWriter {

@@ -20,10 +20,16 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
-// The format version write_checkpoint writes; read_checkpoint reads this one, version 3 (without the
-// tokenizer), version 2 (also without the loss scale) and version 1 (also without the sample shape, the model
-// description and /buffers).
-constexpr std::int64_t kCheckpointFormatVersion = 4;
+// One file of a tokenizer (mirror/data/tokenizer.h): its name ("model", "vocab.json", ...) and its bytes.
+struct NamedBlob {
+  std::string name;
+  std::string bytes;
+};
+
+// The format version write_checkpoint writes; read_checkpoint reads this one, version 4 (without the tokenizer's
+// files), version 3 (also without the tokenizer), version 2 (also without the loss scale) and version 1 (also
+// without the sample shape, the model description and /buffers).
+constexpr std::int64_t kCheckpointFormatVersion = 5;
 
 struct CheckpointState {
   std::int64_t format_version = kCheckpointFormatVersion;  // as read (written files: always the current one)
@@ -48,9 +54,11 @@ struct CheckpointState {
   // --grad-dtype fp16's dynamic loss scale and its good steps in a row (v3; 0 and 0 without one, and in v1/v2).
   double loss_scale = 0.0;
   std::int64_t loss_scale_good_steps = 0;
-  // A language model's tokenizer, from its dataset ("bytes"; v4): "" for any other model (and before v4). A
+  // A language model's tokenizer, from its dataset ("bytes", "sentencepiece", "gpt2"; v4): "" for any other model (and before v4). A
   // language model's sample_shape is {context}: the window length it was trained on.
   std::string tokenizer;
+  // The tokenizer's files, from its dataset (v5; /tokenizer): empty for "bytes", and before v5.
+  std::vector<NamedBlob> tokenizer_files;
   // Model and optimizer.
   std::vector<NamedTensor> params;
   std::vector<NamedTensor> buffers;  // the layers' non-gradient state (BatchNorm's running statistics)

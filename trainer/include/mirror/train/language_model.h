@@ -26,8 +26,9 @@ LanguageModelInput language_model_input(std::int64_t requested, const nn::ModelD
 
 // exp(loss), capped where it would overflow a double.
 double perplexity(double mean_loss);
-// Bits per byte of text for a mean loss in nats per token, where the tokenizer says how many bytes a token
-// holds ("bytes": one); nullopt for tokenizers that do not.
-std::optional<double> bits_per_byte(double mean_loss, const std::string& tokenizer);
+// Bits per byte of text for a mean loss in nats per token over a split of `tokens` tokens that stand for `bytes`
+// bytes of text (SplitInfo::size, SplitInfo::text_bytes): mean_loss * tokens / bytes / ln 2. nullopt where the
+// dataset does not know its bytes (bytes <= 0) or has no tokens.
+std::optional<double> bits_per_byte(double mean_loss, std::int64_t tokens, std::int64_t bytes);
 
 }  // namespace mirror::train

@@ -1,25 +1,24 @@
-// mirror/train/text_tokens.h — text to token ids and back under a checkpoint's tokenizer (CheckpointState::
-// tokenizer), for the programs that take or give text (mirror-generate). "bytes" is the one tokenizer of this
-// build: every byte one token (vocabulary 256), decoded back to the same raw bytes.
+// mirror/train/text_tokens.h — a language model's tokenizer between its dataset, its checkpoints and the programs
+// that take or give text (mirror-generate). The tokenizers themselves are the data library's (mirror/data/
+// tokenizer.h: "bytes", "sentencepiece", "gpt2"); a checkpoint carries the name (CheckpointState::tokenizer) and the
+// files (CheckpointState::tokenizer_files) of its dataset's, so text is encoded and decoded from the checkpoint alone.
 #pragma once
 
-#include <cstdint>
-#include <span>
-#include <string>
-#include <string_view>
+#include <memory>
 #include <vector>
+
+#include "mirror/data/dataset.h"
+#include "mirror/data/tokenizer.h"
+#include "mirror/train/checkpoint.h"
 
 namespace mirror::train {
 
-// kInvalidArgument naming the tokenizer and the known ones unless this build knows it.
-void check_tokenizer(const std::string& tokenizer);
+// The tokenizer a checkpoint records, rebuilt from its name and files. kInvalidArgument for a name this build does
+// not know; kFormat (naming the checkpoint's tokenizer) when its files are missing or malformed.
+std::unique_ptr<data::Tokenizer> checkpoint_tokenizer(const CheckpointState& state);
 
-// The number of tokens the tokenizer has text for (bytes: 256).
-std::int64_t tokenizer_vocabulary(const std::string& tokenizer);
-
-std::vector<std::int32_t> encode_text(const std::string& tokenizer, std::string_view text);
-
-// kInvalidArgument for a token the tokenizer has no text for (bytes: outside [0, 256)).
-std::string decode_tokens(const std::string& tokenizer, std::span<const std::int32_t> tokens);
+// A token dataset's tokenizer files (its /tokenizer group), as a checkpoint stores them; none for a dataset of
+// samples, or a tokenizer without files ("bytes").
+std::vector<NamedBlob> dataset_tokenizer_files(const data::Dataset& dataset);
 
 }  // namespace mirror::train

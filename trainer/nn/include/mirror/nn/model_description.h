@@ -55,6 +55,14 @@ const std::vector<BuiltinModel>& builtin_models();
 // Throws kInvalidArgument naming the name and listing the built-ins.
 ModelDescription builtin_model(std::string_view name);
 
+// A pre-LayerNorm GPT-2 of these sizes, the gpt-* built-ins' layout (Hugging Face's GPT2LMHeadModel): wte, wpe,
+// per block l h{l}_ln1, h{l}_attn, h{l}_add1, h{l}_ln2, h{l}_fc, h{l}_gelu, h{l}_proj, h{l}_add2, then ln_f and a
+// head tied to wte. vocab 0: "classes" (the dataset's vocabulary).
+struct GptSizes {
+  std::int64_t layers = 0, heads = 0, channels = 0, context = 0, vocab = 0;
+};
+ModelDescription gpt_model(const GptSizes& sizes);
+
 // "mlp:512,256" for a name of the mlp built-in ("mlp:0512, 256" is refused like any malformed one), "" for any
 // other name.
 std::string canonical_mlp_name(std::string_view name);
