@@ -46,7 +46,8 @@ cat "${plays[@]}" >"$work/text.txt"
 
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(getconf _NPROCESSORS_ONLN) cores, L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p')"
 # The sgemm column (oneDNN's dnnl_sgemm, what ops::gemm calls): its best figure over the Linear shapes.
-peak="$("$gemm" --threads 1 --rounds 3 | awk '!/^#/ && NF >= 11 && $(NF - 3) ~ /^[0-9.]+$/ && $(NF - 3) + 0 > m {m = $(NF - 3) + 0} END {print m}')"
+peak="$("$gemm" --threads 1 --rounds 3 | awk '/^product/ {for (i = 1; i <= NF; ++i) if ($i == "sgemm") col = i + 1}  # data rows: "fwd  784->512 B64" is three fields
+  !/^#/ && !/^product/ && col && $col ~ /^[0-9.]+$/ && $col + 0 > m {m = $col + 0} END {print m}')"
 echo "single-core sgemm peak (best mirror-gemm-bench figure): $peak GFLOP/s"
 
 mirror_run() {  # model batch np [dir] [binding] -> tokens/s

@@ -4,7 +4,8 @@
 // batches 64 and 32, single-threaded by default (as a rank runs). The three alternate, round after round, on the
 // same buffers; each shape prints the best round of each (GFLOP/s) and the ratios to OpenBLAS and of matmul to
 // sgemm. The choice of ops::gemm's CPU library and of Linear's CPU forward (linear_cpu_matmul.h) rests on this
-// table (docs/compute.md). A benchmark, not a test.
+// table (docs/compute.md). A last column times oneDNN's bf16 matmul (bf16 inputs, float32 accumulation and
+// output) where oneDNN has bf16 products on the CPU ("-" elsewhere), for mixed precision. A benchmark, not a test.
 //   mirror-gemm-bench [--threads 1] [--rounds 7] [--min-ms 20]
 #include <CLI/CLI.hpp>
 #include <cblas.h>
@@ -12,6 +13,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -19,6 +21,7 @@
 #include <string>
 #include <utility>
 #include <iterator>
+#include <memory>
 #include <vector>
 
 #include "mirror/error.h"
@@ -63,18 +66,19 @@ void run_onednn(const Shape& s, const float* a, const float* b, float* c) {
   MIRROR_CHECK(st == dnnl_success, kInternal, "dnnl_sgemm failed with status " << static_cast<int>(st));
 }
 
-// The same product as a oneDNN matmul primitive over the same row-major buffers (transposes as strides).
+// The same product as a oneDNN matmul primitive over the same row-major buffers (transposes as strides), with
+// inputs of type `in` (f32, or bf16 with float32 accumulation and output: what mixed precision would run).
 class Matmul {
  public:
-  explicit Matmul(const Shape& s)
+  explicit Matmul(const Shape& s, dnnl::memory::data_type in = dnnl::memory::data_type::f32)
       : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_),
-        a_({s.m, s.k}, dnnl::memory::data_type::f32, s.ta ? dnnl::memory::dims{1, s.m} : dnnl::memory::dims{s.k, 1}),
-        b_({s.k, s.n}, dnnl::memory::data_type::f32, s.tb ? dnnl::memory::dims{1, s.k} : dnnl::memory::dims{s.n, 1}),
+        a_({s.m, s.k}, in, s.ta ? dnnl::memory::dims{1, s.m} : dnnl::memory::dims{s.k, 1}),
+        b_({s.k, s.n}, in, s.tb ? dnnl::memory::dims{1, s.k} : dnnl::memory::dims{s.n, 1}),
         c_({s.m, s.n}, dnnl::memory::data_type::f32, dnnl::memory::dims{s.n, 1}),
         matmul_(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_, b_, c_), engine_)) {}
-  void run(const float* a, const float* b, float* c) {
-    matmul_.execute(stream_, {{DNNL_ARG_SRC, dnnl::memory(a_, engine_, const_cast<float*>(a))},
-                              {DNNL_ARG_WEIGHTS, dnnl::memory(b_, engine_, const_cast<float*>(b))},
+  void run(const void* a, const void* b, float* c) {
+    matmul_.execute(stream_, {{DNNL_ARG_SRC, dnnl::memory(a_, engine_, const_cast<void*>(a))},
+                              {DNNL_ARG_WEIGHTS, dnnl::memory(b_, engine_, const_cast<void*>(b))},
                               {DNNL_ARG_DST, dnnl::memory(c_, engine_, c)}});
     stream_.wait();
   }
@@ -85,6 +89,25 @@ class Matmul {
   dnnl::memory::desc a_, b_, c_;
   dnnl::matmul matmul_;
 };
+
+// bfloat16 of each value, rounded to nearest even (the inputs a bf16 matmul would get).
+std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<std::uint16_t> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint32_t>(x[i]);
+    out[i] = static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+  }
+  return out;
+}
+
+// The bf16 matmul of `s`, or null where oneDNN has no bf16 products on this CPU (oneDNN 2.6: below AVX-512).
+std::unique_ptr<Matmul> bf16_matmul(const Shape& s) {
+  try {
+    return std::make_unique<Matmul>(s, dnnl::memory::data_type::bf16);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
 
 // Seconds per call: repeats until min_s has passed, returns the mean over those calls.
 template <typename Fn>
@@ -106,8 +129,8 @@ int run(int threads, int rounds, double min_ms) {
   std::printf("# mirror-gemm-bench: %d thread(s), %d alternated rounds, >= %.0f ms per library and round\n", threads,
               rounds, min_ms);
   std::printf("# OpenBLAS core: %s | %s\n", openblas_get_corename(), mirror::nn::cpu_kernels_description().c_str());
-  std::printf("%-20s %5s %5s %5s %14s %14s %14s %8s %8s\n", "product", "m", "n", "k", "OpenBLAS GF/s",
-              "sgemm GF/s", "matmul GF/s", "sgemm/OB", "mm/sgemm");
+  std::printf("%-20s %5s %5s %5s %14s %14s %14s %8s %8s %14s\n", "product", "m", "n", "k", "OpenBLAS GF/s",
+              "sgemm GF/s", "matmul GF/s", "sgemm/OB", "mm/sgemm", "bf16 mm GF/s");
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int batch : {64, 32}) {
@@ -117,16 +140,22 @@ int run(int threads, int rounds, double min_ms) {
       for (auto& v : a) v = dist(gen);
       for (auto& v : b) v = dist(gen);
       Matmul matmul(s);
-      double best_blas = 1e30, best_dnnl = 1e30, best_mm = 1e30;
+      const std::unique_ptr<Matmul> bf16 = bf16_matmul(s);
+      const std::vector<std::uint16_t> a16 = to_bf16(a), b16 = to_bf16(b);
+      double best_blas = 1e30, best_dnnl = 1e30, best_mm = 1e30, best_bf16 = 1e30;
       for (int r = 0; r < rounds; ++r) {
         best_blas = std::min(best_blas, time_per_call(min_ms / 1e3, [&] { run_openblas(s, a.data(), b.data(), c.data()); }));
         best_dnnl = std::min(best_dnnl, time_per_call(min_ms / 1e3, [&] { run_onednn(s, a.data(), b.data(), c.data()); }));
         best_mm = std::min(best_mm, time_per_call(min_ms / 1e3, [&] { matmul.run(a.data(), b.data(), c.data()); }));
+        if (bf16)
+          best_bf16 = std::min(best_bf16, time_per_call(min_ms / 1e3, [&] { bf16->run(a16.data(), b16.data(), c.data()); }));
       }
       const double flop = 2.0 * s.m * s.n * s.k;
-      std::printf("%-20s %5d %5d %5d %14.1f %14.1f %14.1f %8.2f %8.2f\n", (s.what + " B" + std::to_string(batch)).c_str(),
+      char bf16_text[32] = "             -";
+      if (bf16) std::snprintf(bf16_text, sizeof(bf16_text), "%14.1f", flop / best_bf16 / 1e9);
+      std::printf("%-20s %5d %5d %5d %14.1f %14.1f %14.1f %8.2f %8.2f %s\n", (s.what + " B" + std::to_string(batch)).c_str(),
                   s.m, s.n, s.k, flop / best_blas / 1e9, flop / best_dnnl / 1e9, flop / best_mm / 1e9,
-                  best_blas / best_dnnl, best_dnnl / best_mm);
+                  best_blas / best_dnnl, best_dnnl / best_mm, bf16_text);
     }
   }
   return 0;
