@@ -174,13 +174,14 @@ std::string first_difference(const char* what, const std::vector<NamedTensor>& s
 
 }  // namespace
 
-void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control) {
+void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control,
+                          const CheckpointState* read) {
   std::int32_t status = 0;
   std::vector<float> params, buffers;
   std::exception_ptr failure;
   if (control.rank() == 0) {
     try {
-      const CheckpointState state = read_checkpoint(path);
+      const CheckpointState state = read ? *read : read_checkpoint(path);
       std::string difference = first_difference("parameter", state.params, model.parameters());
       if (difference.empty()) difference = first_difference("buffer", state.buffers, model.buffers());
       MIRROR_CHECK(difference.empty(), kInvalidArgument,

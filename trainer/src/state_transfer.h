@@ -40,8 +40,9 @@ CheckpointState capture_state(const nn::Model& model, const nn::Optimizer& optim
 // --init-from: rank 0 reads checkpoint `path` and checks that its parameters and buffers have the model's names
 // and shapes (kInvalidArgument naming the first that differs, or the counts); every rank receives them. The
 // optimizer, step and schedule are left as they are (fresh). Errors on rank 0 are raised there and as kRemote
-// on the others.
-void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control);
+// on the others. `read` (rank 0): the checkpoint already read from `path`, or null to read it here.
+void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Communicator& control,
+                          const CheckpointState* read = nullptr);
 
 // Resolves config.resume ("auto" or a path) on rank 0, reads and checks it against the model and optimizer,
 // and broadcasts it. Returns true and fills model, optimizer and position on every rank when a checkpoint was

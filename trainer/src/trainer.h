@@ -96,6 +96,7 @@ class Trainer {
   std::int64_t accum_ = 1, steps_per_epoch_ = 0, total_steps_ = 0;
   std::int64_t context_ = 0;     // a language model's window length (0: not a language model)
   std::string init_path_;        // --init-from's checkpoint file ("" without it)
+  std::optional<CheckpointState> init_state_;  // rank 0: that file, when it was read for its model (until restored)
   std::string model_label_;      // the banner's name of the model ("": config_.model)
   std::optional<nn::LrSchedule> schedule_;
   std::unique_ptr<GradientBucketer> bucketer_;

@@ -115,11 +115,12 @@ void Trainer::take_init_checkpoint() {
   if (out_) *out_ << warnings.str();
   model_label_ = config_.model;
   if (!config_.model.empty()) return;
-  const CheckpointState state = read_checkpoint(init_path_);
+  CheckpointState state = read_checkpoint(init_path_);
   config_.model = state.model_description;
   // An imported or fine-tuned checkpoint's --model is its description's JSON: the banner names the file only.
   const bool named = !state.model_spec.empty() && state.model_spec.front() != '{';
   model_label_ = (named ? state.model_spec + " " : std::string()) + "(the model of " + init_path_ + ")";
+  if (rank_ == 0) init_state_ = std::move(state);  // restore_state() takes the weights from it, without reading again
 }
 
 bool Trainer::shares_buffers() const {
@@ -194,7 +195,9 @@ void Trainer::setup_data() {
 void Trainer::restore_state() {
   init_and_broadcast_parameters(*model_, config_.seed, control_);
   resumed_ = resume_from_checkpoint(config_, *model_, *optimizer_, pos_, control_, summary_.last_checkpoint, out_);
-  if (!resumed_ && !init_path_.empty()) init_from_checkpoint(init_path_, *model_, control_);
+  if (!resumed_ && !init_path_.empty())
+    init_from_checkpoint(init_path_, *model_, control_, init_state_ ? &*init_state_ : nullptr);
+  init_state_.reset();
   // fp16's loss scale goes on from the checkpoint's (one written without fp16 starts from --loss-scale).
   if (config_.grad_dtype == GradDtype::kFp16) {
     scaler_ = LossScaler(config_.loss_scale, config_.loss_scale_growth_interval);
