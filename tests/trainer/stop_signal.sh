@@ -4,7 +4,7 @@
 # handler run there writes its signal frame into the heap and malloc aborts a moment later ("smallbin double
 # linked list corrupted" in the step's backward). Checks: every rank's main thread (forward/backward run there)
 # blocks both signals (SigBlk in /proc), some other thread still takes them (the trainer's stop thread), and
-# SIGTERM to mpirun still stops the job after its step with the stop line. Then: a SIGTERM during a long
+# SIGTERM to the ranks still stops the job after its step with the stop line. Then: a SIGTERM during a long
 # evaluation leaves it (the epoch's line has no test figures), still writes the epoch's checkpoint and stops,
 # instead of finishing an evaluation that would outlast mirrorrun's grace period.
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -35,10 +35,13 @@ for pid in "${pids[@]}"; do
   [ "$open" -ge 1 ] || fail "pid $pid: every thread blocks SIGTERM/SIGINT: nothing would take them"
 done
 echo "ok: both ranks' main threads block SIGTERM/SIGINT; other threads take them"
-kill -TERM "$job"
+# To the ranks themselves, as mirrorrun and batch schedulers (Slurm) deliver it: mpirun given SIGTERM kills its
+# ranks one second later (odls_base_sigkill_timeout), which a loaded machine can spend before they have agreed to
+# stop and printed it.
+kill -TERM "${pids[@]}"
 wait "$job" || true
 grep -q "stopped by signal at step" "$TMP/out" || fail "SIGTERM did not stop the job after a step: $(tail -5 "$TMP/out")"
-echo "ok: SIGTERM to mpirun stops after the step"
+echo "ok: SIGTERM to the ranks stops them after the step"
 
 # One training step, then an evaluation of 200,000 samples through mlp:2048,2048 (tens of seconds per rank).
 "$MIRROR_DATA" synth --out "$TMP/e.h5" --train 64 --test 200000 --features 20 --classes 4 --seed 11 >/dev/null
