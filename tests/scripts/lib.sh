@@ -41,6 +41,45 @@ synth_data() {
   "$MIRROR_DATA" synth --out "$file" --train 960 --test 200 --features 20 --classes 4 --seed 11 "$@" >/dev/null
 }
 
+# word_text_data FILE.h5 SEED — a byte-token dataset (mirror-data text) of 700 lines of common English words
+# drawn with SEED: a small text for the language-model tests.
+word_text_data() {
+  /usr/bin/python3 - "$TMP/words-$2.txt" "$2" <<'PY'
+import sys, random
+rng = random.Random(int(sys.argv[2]))
+words = "the of and to in a is that for it as was with be by on not he this are or his from at which but".split()
+lines = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "." for _ in range(700)]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+  "$MIRROR_DATA" text --out "$1" "$TMP/words-$2.txt" >/dev/null
+}
+
+# tiny_gpt FILE CHANNELS HEADS CONTEXT BLOCKS — a GPT-2-shaped model file: embeddings, BLOCKS pre-LayerNorm blocks
+# (attention, then an MLP of 4 x CHANNELS; residual projections initialised at 0.01), ln_f and a head tied to wte.
+tiny_gpt() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+path, c, heads, context, blocks = sys.argv[1], *map(int, sys.argv[2:])
+layers = [{"type": "embedding", "name": "wte", "vocab": "classes", "channels": c},
+          {"type": "position_embedding", "name": "wpe", "context": context}]
+previous = "wpe"
+for b in range(blocks):
+    h = f"h{b}_"
+    layers += [{"type": "layernorm", "name": h + "ln1"},
+               {"type": "causal_self_attention", "name": h + "attn", "heads": heads, "proj_init_std": 0.01},
+               {"type": "add", "name": h + "add1", "inputs": [previous, h + "attn"]},
+               {"type": "layernorm", "name": h + "ln2"},
+               {"type": "linear", "name": h + "fc", "out_features": 4 * c, "init_std": 0.02},
+               {"type": "gelu", "name": h + "gelu"},
+               {"type": "linear", "name": h + "proj", "out_features": c, "init_std": 0.01},
+               {"type": "add", "name": h + "add2", "inputs": [h + "add1", h + "proj"]}]
+    previous = h + "add2"
+layers += [{"type": "layernorm", "name": "ln_f"},
+           {"type": "linear", "name": "head", "out_features": "classes", "bias": False, "tied_to": "wte"}]
+json.dump({"layers": layers}, open(path, "w"), indent=1)
+PY
+}
+
 # image_data FILE — a small learnable set of 1 x 8 x 8 uint8 images (4 classes: a bright quadrant each, with
 # noise), imported from numpy by mirror-data, for the augmentation cases.
 image_data() {

@@ -15,7 +15,7 @@ set(_mirror_script_env
   "MIRROR_CKPT=$<TARGET_FILE:mirror-ckpt>" "MIRRORRUN=$<TARGET_FILE:mirrorrun>" "MPIEXEC=${MPIEXEC_EXECUTABLE}" "MPIEXEC_FLAGS=${_mirror_flags}")
 foreach(script equivalence sync_bn cnn_resume weight_decay cnn_misfits resume bad_flags eval_ckpt restart preempt
         checkpoint_v1 telemetry model_files non_finite agreed_errors keep_best grad_dtype stop_signal lm lm_tokenizers
-        interchange)
+        interchange precision)
   add_test(NAME trainer.${script} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${script}.sh)
   set_tests_properties(trainer.${script} PROPERTIES ENVIRONMENT "${_mirror_script_env}" TIMEOUT 600 PROCESSORS 2)
 endforeach()
@@ -38,6 +38,8 @@ target_include_directories(test_state_transfer PRIVATE ${PROJECT_SOURCE_DIR}/tra
 # telemetry.sh and interchange.sh skip (77) only when tensorboard or safetensors cannot be installed into the
 # project's Python environment.
 set_tests_properties(trainer.telemetry trainer.interchange PROPERTIES SKIP_RETURN_CODE 77)
+# precision.sh skips (77) after checking the refusal on a CPU where oneDNN has no bfloat16 kernels.
+set_tests_properties(trainer.precision PROPERTIES SKIP_RETURN_CODE 77)
 
 # The trainer must not link libsentencepiece: its bundled protobuf-lite symbols would shadow libprotobuf-lite's,
 # which the TensorBoard writer calls (trainer/src/text_tokens.cc says how the link is kept apart).

@@ -7,38 +7,8 @@
 # lines; mirror-eval's loss against an independent numpy forward of the checkpoint's tensors; bad inputs.
 source "$(dirname "$0")/../scripts/lib.sh"
 
-/usr/bin/python3 - "$TMP/text.txt" <<'PY'
-import sys, random
-rng = random.Random(3)
-words = "the of and to in a is that for it as was with be by on not he this are or his from at which but".split()
-lines = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "." for _ in range(700)]
-open(sys.argv[1], "w").write("\n".join(lines) + "\n")
-PY
-"$MIRROR_DATA" text --out "$TMP/text.h5" "$TMP/text.txt" >/dev/null
-
-cat >"$TMP/tiny.json" <<'JSON'
-{"layers": [
-  {"type": "embedding", "name": "wte", "vocab": "classes", "channels": 12},
-  {"type": "position_embedding", "name": "wpe", "context": 9},
-  {"type": "layernorm", "name": "h0_ln1"},
-  {"type": "causal_self_attention", "name": "h0_attn", "heads": 3, "proj_init_std": 0.01},
-  {"type": "add", "name": "h0_add1", "inputs": ["wpe", "h0_attn"]},
-  {"type": "layernorm", "name": "h0_ln2"},
-  {"type": "linear", "name": "h0_fc", "out_features": 48, "init_std": 0.02},
-  {"type": "gelu", "name": "h0_gelu"},
-  {"type": "linear", "name": "h0_proj", "out_features": 12, "init_std": 0.01},
-  {"type": "add", "name": "h0_add2", "inputs": ["h0_add1", "h0_proj"]},
-  {"type": "layernorm", "name": "h1_ln1"},
-  {"type": "causal_self_attention", "name": "h1_attn", "heads": 3, "proj_init_std": 0.01},
-  {"type": "add", "name": "h1_add1", "inputs": ["h0_add2", "h1_attn"]},
-  {"type": "layernorm", "name": "h1_ln2"},
-  {"type": "linear", "name": "h1_fc", "out_features": 48, "init_std": 0.02},
-  {"type": "gelu", "name": "h1_gelu"},
-  {"type": "linear", "name": "h1_proj", "out_features": 12, "init_std": 0.01},
-  {"type": "add", "name": "h1_add2", "inputs": ["h1_add1", "h1_proj"]},
-  {"type": "layernorm", "name": "ln_f"},
-  {"type": "linear", "name": "head", "out_features": "classes", "bias": false, "tied_to": "wte"}]}
-JSON
+word_text_data "$TMP/text.h5" 3
+tiny_gpt "$TMP/tiny.json" 12 3 9 2
 
 common=(--data "$TMP/text.h5" --model "$TMP/tiny.json" --train-steps 20 --optimizer adamw --lr 0.01
         --weight-decay 0.1 --warmup-steps 4 --decay cosine --min-lr 0.001 --grad-clip 0.5 --seed 7 --progress off

@@ -16,15 +16,9 @@
 namespace mirror::train {
 namespace {
 
+using cli::add_choice;
 using cli::enum_choice;
 using namespace detail;  // config_tables.h
-
-// An enum flag: parsed by its table, its default shown by name.
-template <typename E>
-CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& value,
-                        const std::vector<std::pair<std::string, E>>& table, const std::string& help) {
-  return app.add_option(flag, value, help)->transform(enum_choice(table))->default_str(cli::enum_name(table, value));
-}
 
 // --host-transport: "auto" or a host row of the collectives' backend table, parsed by it into its row.
 void add_host_transport(CLI::App& app, const coll::BackendInfo*& value) {
@@ -176,6 +170,11 @@ void add_options(CLI::App& app, TrainConfig& c, bool print) {
   add_choice(app, "--conv-algorithm", c.conv_algorithm, kConvAlgorithms,
              "CPU convolutions: winograd (default: oneDNN's Winograd kernels for 3x3 stride-1 layers where it has "
              "them, AVX-512 CPUs; direct elsewhere) or direct (every layer)")
+      ->group("Model");
+  add_choice(app, "--precision", c.precision, kPrecisions,
+             "fp32 (default) or bf16: linear layers, attention's products and convolutions with bfloat16 operands "
+             "and float32 accumulation; normalisation, softmax, the loss, the optimizer and the weights stay float32 "
+             "(checkpoints too, so a run may switch on resume). CPU: needs oneDNN's bfloat16 kernels (AVX-512)")
       ->group("Model");
   add_choice(app, "--fusion", c.fusion, kOnOff,
              "on (default): the fusion pass joins layers whose work one pass can do (the layer table names each); "

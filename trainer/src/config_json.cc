@@ -71,6 +71,7 @@ std::string to_json(const TrainConfig& c) {
   j["device"] = cli::enum_name(kDevices, c.device);
   j["blas_threads"] = c.blas_threads;
   j["conv_algorithm"] = cli::enum_name(kConvAlgorithms, c.conv_algorithm);
+  j["precision"] = cli::enum_name(kPrecisions, c.precision);
   j["fusion"] = cli::enum_name(kOnOff, c.fusion);
   j["seed"] = c.seed;
   j["sync_bn"] = c.sync_bn;

@@ -18,6 +18,7 @@ inline const std::vector<std::pair<std::string, nn::DeviceRequest>> kDevices{
     {"auto", nn::DeviceRequest::kAuto}, {"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}};
 inline const std::vector<std::pair<std::string, nn::CpuConvAlgorithm>> kConvAlgorithms{
     {"direct", nn::CpuConvAlgorithm::kDirect}, {"winograd", nn::CpuConvAlgorithm::kWinograd}};
+inline const auto& kPrecisions = nn::kPrecisionNames;
 inline const std::vector<std::pair<std::string, nn::OptimizerKind>> kOptimizers{{"sgd", nn::OptimizerKind::kSgd},
                                                                          {"adamw", nn::OptimizerKind::kAdamW}};
 inline const std::vector<std::pair<std::string, nn::DecayKind>> kDecays{

@@ -209,6 +209,8 @@ Json EpochReporter::metrics(const EpochTimes& t, const RunPosition& pos, double 
   m["gather_s"] = per_step(t.gather, t.steps);
   // The type the gradients travelled in; fp16: the loss scale at the epoch's end and the steps skipped.
   m["grad_dtype"] = to_string(config_.grad_dtype);
+  m["precision"] = nn::to_string(config_.precision);
+  if (config_.precision == nn::Precision::kBFloat16) m["bf16_kernel"] = nn::cpu_bf16_kernel();
   if (scaler.enabled()) {
     m["loss_scale"] = scaler.scale();
     m["skipped_steps"] = t.skipped;

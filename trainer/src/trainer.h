@@ -59,6 +59,7 @@ class Trainer {
   void print_banner() const;
   std::string weight_decay_line() const;  // the banner's weight-decay line
   std::string grad_dtype_text() const;    // the banner's gradient type
+  std::string precision_text() const;     // the banner's compute precision
   void prepare_outputs();        // rank 0: metrics and checkpoint directories, stale temporaries
 
   // Training (trainer.cc). An epoch ends complete, or stopped (by --max-steps or a stop request) inside it or

@@ -85,6 +85,9 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
 
 void Trainer::setup_model_graph() {
   nn::set_cpu_conv_algorithm(config_.conv_algorithm);
+  MIRROR_CHECK(config_.precision == nn::Precision::kFloat32 || device_.is_cpu(), kInvalidArgument,
+               "--precision bf16 computes on the CPU only in this build, not on " << nn::to_string(device_));
+  nn::set_compute_precision(config_.precision);
   MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
@@ -245,7 +248,7 @@ void Trainer::print_banner() const {
   const data::DatasetInfo& info = dataset_->info();
   std::ostream& o = *out_;
   o << "mirror trainer: " << world_ << " rank" << (world_ > 1 ? "s" : "") << " on " << to_string(device_)
-    << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "")
+    << (device_.is_cpu() ? " (" + nn::cpu_kernels_description() + " per rank)" : "") << ", " << precision_text()
     << ", gradients over " << coll::to_string(ctx_.gradients->backend().buffers) << " ("
     << coll::transport_name(*ctx_.gradients)
     << (grad_memory_.data() || wire_memory_.data() ? ", in a shared buffer" : "") << ") as "
@@ -303,6 +306,12 @@ void Trainer::prepare_outputs() {
     }
   }
   bar_ = std::make_unique<ProgressBar>(out_, config_.progress == Toggle::kOn);  // auto: decided by the caller
+}
+
+// "compute fp32", or "compute bf16 (brg:avx512_core_bf16)": the kernel oneDNN runs bfloat16 products with.
+std::string Trainer::precision_text() const {
+  if (config_.precision == nn::Precision::kFloat32) return "compute fp32";
+  return "compute bf16 (" + nn::cpu_bf16_kernel() + ")";
 }
 
 // "fp32", "bf16", or "fp16 (loss scale 65536, halved at an overflow, doubled after 2000 good steps)".

@@ -18,6 +18,7 @@
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/checkpoint_model.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/precision.h"
 #include "mirror/train/evaluate.h"
 #include "mirror/train/language_model.h"
 #include "mirror/train/setup_agreement.h"
@@ -32,6 +33,7 @@ using namespace mirror;
 struct EvalOptions {
   std::string checkpoint, data, split = "test", predict;
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
+  nn::Precision precision = nn::Precision::kFloat32;
   std::int64_t batch_size = 0;  // 0: 256 samples, or 8 windows of a language model
   int blas_threads = 1;
   double timeout_s = 300;
@@ -47,8 +49,8 @@ int report_language_model(const EvalOptions& o, const std::string& path, const t
   const train::EvalResult r = train::evaluate_tokens(model, dataset, o.split, o.batch_size > 0 ? o.batch_size : 8,
                                                      control);
   if (control.rank() != 0) return 0;
-  std::fprintf(stderr, "checkpoint %s (step %lld, tokenizer %s)\n", path.c_str(), static_cast<long long>(state.step),
-               state.tokenizer.c_str());
+  std::fprintf(stderr, "checkpoint %s (step %lld, tokenizer %s), compute %s\n", path.c_str(),
+               static_cast<long long>(state.step), state.tokenizer.c_str(), nn::to_string(o.precision));
   std::fprintf(stderr, "split %s of %s: %lld target tokens in windows of %lld on %d rank(s)\n", o.split.c_str(),
                o.data.c_str(), static_cast<long long>(r.count), static_cast<long long>(model.input_sample_shape()[0]),
                control.size());
@@ -78,6 +80,9 @@ int run(const EvalOptions& o, int rank) {
     state = train::read_checkpoint(path);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
+    MIRROR_CHECK(o.precision == nn::Precision::kFloat32 || device.is_cpu(), kInvalidArgument,
+                 "--precision bf16 computes on the CPU only in this build, not on " << nn::to_string(device));
+    nn::set_compute_precision(o.precision);
     model_holder = train::model_from_checkpoint(path, state, device);
     train::check_dataset_fits(*model_holder, *dataset_holder);
     MIRROR_CHECK(!dataset_holder->info().text || o.predict.empty(), kInvalidArgument,
@@ -171,6 +176,8 @@ int main(int argc, char** argv) {
         ->transform(cli::enum_choice<nn::DeviceRequest>(
             {{"auto", nn::DeviceRequest::kAuto}, {"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}}))
         ->default_str("auto");
+    cli::add_choice(app, "--precision", o.precision, nn::kPrecisionNames,
+                    "fp32 (default) or bf16: the products with bfloat16 operands, as trainer --precision");
     app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank")->check(cli::integer_in(1, 256))
         ->capture_default_str();
     app.add_option("--check-collectives", o.check_collectives,

@@ -17,6 +17,7 @@
 #include "mirror/error.h"
 #include "mirror/nn/model_description.h"
 #include "mirror/nn/device.h"
+#include "mirror/nn/precision.h"
 #include "mirror/nn/model.h"
 #include "mirror/train/checkpoint.h"
 #include "mirror/train/checkpoint_model.h"
@@ -31,6 +32,7 @@ struct GenerateCommand {
   std::string checkpoint, prompt;
   bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
   int blas_threads = 1;
+  nn::Precision precision = nn::Precision::kFloat32;
   train::GenerateOptions generate;
 };
 
@@ -78,6 +80,9 @@ void add_flags(CLI::App& app, GenerateCommand& c) {
       ->check(open_closed_unit_interval())->capture_default_str();
   app.add_option("--seed", g.seed, "seed of the draws: the same seed gives the same text")
       ->check(cli::non_negative_integer())->capture_default_str();
+  cli::add_choice(app, "--precision", c.precision, nn::kPrecisionNames,
+                  "fp32 (default) or bf16: the linear layers with bfloat16 operands, as trainer --precision (attention "
+                  "over the key/value cache stays float32)");
   app.add_option("--blas-threads", c.blas_threads, "CPU threads")->check(cli::integer_in(1, 256))
       ->capture_default_str();
   cli::install_sentence_errors(app);
@@ -119,6 +124,7 @@ Loaded load(const GenerateCommand& c) {
   l.tokenizer = train::checkpoint_tokenizer(l.state);
   l.prompt = prompt_tokens(c.prompt, l.path, l.state, *l.tokenizer);
   const nn::Device device = nn::resolve_device(nn::DeviceRequest::kCpu, 0, c.blas_threads);
+  nn::set_compute_precision(c.precision);
   l.model = train::model_from_checkpoint(l.path, l.state, device);
   l.state.params.clear();
   l.state.optimizer_state.clear();
@@ -133,11 +139,11 @@ void write_bytes(const std::string& bytes) {
 int write_generation(const GenerateCommand& c, Loaded& l) {
   const train::CheckpointState& s = l.state;
   std::fprintf(stderr, "checkpoint %s (step %lld): model %s, %lld parameters, context %lld, vocabulary %lld, "
-               "tokenizer %s; seed %llu\n",
+               "tokenizer %s; seed %llu; compute %s\n",
                l.path.c_str(), static_cast<long long>(s.step), s.model_spec.empty() ? "(model file)" : s.model_spec.c_str(),
                static_cast<long long>(l.model->num_parameters()), static_cast<long long>(s.sample_shape[0]),
                static_cast<long long>(s.num_classes), s.tokenizer.c_str(),
-               static_cast<unsigned long long>(c.generate.seed));
+               static_cast<unsigned long long>(c.generate.seed), nn::to_string(c.precision));
   write_bytes(c.prompt);
   train::GenerateOptions options = c.generate;
   options.token_limit = l.tokenizer->vocab_size();  // never a token the tokenizer cannot write

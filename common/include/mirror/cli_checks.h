@@ -151,6 +151,13 @@ std::string enum_name(const std::vector<std::pair<std::string, E>>& table, E val
   return "?";
 }
 
+// An enum flag: parsed by its table, its default shown by name.
+template <typename E>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& value,
+                        const std::vector<std::pair<std::string, E>>& table, const std::string& help) {
+  return app.add_option(flag, value, help)->transform(enum_choice(table))->default_str(enum_name(table, value));
+}
+
 // Makes `app` print a failed validation as one sentence: "error: --batch-size must be a positive integer,
 // got 0" (CLI11's own form is "--batch-size: Value 0 not in range ..."); other parse errors as CLI11 says
 // them. Both followed by "Run with --help for more information."

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "mirror/nn/tensor.h"
+
 namespace mirror::nn::detail {
 
 inline constexpr std::int64_t kAttentionBlock = 64;
@@ -27,5 +29,11 @@ void causal_attention_forward(const AttentionShape& s, const float* qkv, float* 
 // dqkv [N, T, 3C] (overwritten) from d_out [N, T, C], with the forward's qkv, out and lse.
 void causal_attention_backward(const AttentionShape& s, const float* qkv, const float* out, const float* lse,
                                const float* d_out, float* dqkv);
+
+// The same with bfloat16 operands (precision.h): qkv rounded to bfloat16 by the caller, d_out rounded here, each
+// block of probabilities rounded as it enters a product; scores, softmax, out, lse and dqkv stay float32.
+void causal_attention_forward_bf16(const AttentionShape& s, const BFloat16* qkv, float* out, float* lse);
+void causal_attention_backward_bf16(const AttentionShape& s, const BFloat16* qkv, const float* out, const float* lse,
+                                    const float* d_out, float* dqkv);
 
 }  // namespace mirror::nn::detail

@@ -1,5 +1,6 @@
 // causal_self_attention.cc — mirror/nn/causal_self_attention.h: two per-position Linear layers around the
-// attention kernel (attention_cpu.h); the layer maps its four parameters onto them.
+// attention kernel (attention_cpu.h; its bfloat16 form with bfloat16 compute); the layer maps its four parameters
+// onto them.
 #include "mirror/nn/causal_self_attention.h"
 
 #include "attention_cpu.h"
@@ -7,6 +8,7 @@
 #include "mirror/error.h"
 #include "mirror/nn/decode_cache.h"
 #include "mirror/nn/layer_registry.h"
+#include "mirror/nn/precision.h"
 
 namespace mirror::nn {
 namespace {
@@ -24,7 +26,8 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t channels, std::int64_t hea
                                          double proj_init_std)
     : channels_(checked_channels(channels, heads)), heads_(heads), device_(device),
       qkv_(channels, 3 * channels, device, true, true), proj_(channels, channels, device, true, true),
-      attended_({0}, device), lse_({0}, device), d_attended_({0}, device), d_qkv_({0}, device) {
+      attended_({0}, device), lse_({0}, device), d_attended_({0}, device), d_qkv_({0}, device),
+      qkv16_({0}, device, DType::kBFloat16) {
   MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
                "causal_self_attention runs on the CPU only in this build, not on " << to_string(device));
   MIRROR_CHECK(init_std > 0.0 && proj_init_std > 0.0, kInvalidArgument,
@@ -80,11 +83,17 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x) {
   cached_forward_ = cached;
   attended_.resize(x.shape());
   lse_.resize({x.dim(0), heads_, x.dim(1)});
-  if (cached)
+  bf16_forward_ = !cached && computes_bf16();
+  const detail::AttentionShape shape{x.dim(0), x.dim(1), channels_, heads_};
+  if (cached) {
     attend_cached(qkv);
-  else
-    detail::causal_attention_forward({x.dim(0), x.dim(1), channels_, heads_}, qkv.data(), attended_.data(),
-                                     lse_.data());
+  } else if (bf16_forward_) {
+    qkv16_.resize(qkv.shape());
+    round_to_bfloat16(qkv.data(), qkv16_.as<BFloat16>(), qkv.numel());
+    detail::causal_attention_forward_bf16(shape, qkv16_.as<BFloat16>(), attended_.data(), lse_.data());
+  } else {
+    detail::causal_attention_forward(shape, qkv.data(), attended_.data(), lse_.data());
+  }
   return proj_.forward(attended_);
 }
 
@@ -109,8 +118,13 @@ const Tensor* CausalSelfAttention::backward(const Tensor& dy, GradMode mode, boo
   const Tensor* d_attended = proj_.backward(dy, mode, true, proj_ready);
   const Shape& shape = attended_.shape();
   d_qkv_.resize({shape[0], shape[1], 3 * channels_});
-  detail::causal_attention_backward({shape[0], shape[1], channels_, heads_}, qkv_out_->data(), attended_.data(), lse_.data(),
-                                    d_attended->data(), d_qkv_.data());
+  const detail::AttentionShape s{shape[0], shape[1], channels_, heads_};
+  if (bf16_forward_)
+    detail::causal_attention_backward_bf16(s, qkv16_.as<BFloat16>(), attended_.data(), lse_.data(), d_attended->data(),
+                                           d_qkv_.data());
+  else
+    detail::causal_attention_backward(s, qkv_out_->data(), attended_.data(), lse_.data(), d_attended->data(),
+                                      d_qkv_.data());
   return qkv_.backward(d_qkv_, mode, need_dx, grad_ready);
 }
 

@@ -10,6 +10,7 @@
 #include "init.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#include "mirror/nn/precision.h"
 
 namespace mirror::nn {
 
@@ -67,11 +68,12 @@ void Conv2d::init_parameter(std::size_t local_index, std::span<float> values, st
 }
 
 detail::Conv2dKernels& Conv2d::kernels_for(const Tensor& x, const Shape& y_shape) {
+  const bool bf16 = device_.is_cpu() && computes_bf16();
   if (kernels_ && kernels_shape_ == x.shape() && kernels_layout_ == x.layout() &&
-      kernels_blocked_output_ == blocked_output_)
+      kernels_blocked_output_ == blocked_output_ && kernels_bf16_ == bf16)
     return *kernels_;
   const detail::Conv2dProblem problem{geo_,    has_bias_,  layout_,         x.shape(), y_shape,
-                                      device_, x.layout(), blocked_output_};
+                                      device_, x.layout(), blocked_output_, bf16};
 #if MIRROR_HAVE_CUDA
   kernels_ = device_.is_cuda() ? detail::make_conv2d_cuda(problem) : detail::make_conv2d_cpu(problem);
 #else
@@ -81,6 +83,7 @@ detail::Conv2dKernels& Conv2d::kernels_for(const Tensor& x, const Shape& y_shape
   kernels_shape_ = x.shape();
   kernels_layout_ = x.layout();
   kernels_blocked_output_ = blocked_output_;
+  kernels_bf16_ = bf16;
   return *kernels_;
 }
 

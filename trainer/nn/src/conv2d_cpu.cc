@@ -4,7 +4,9 @@
 // x comes NCHW or blocked (from the layer before), and y is left in oneDNN's blocked layout when the model allows
 // it (Conv2dProblem::blocked_output), else reordered to NCHW. Reorders only where the layouts differ.
 // kAccumulate: oneDNN overwrites its outputs, so the gradients go to scratch first and are added. The algorithm
-// is direct, or Winograd where asked for (cpu_conv_algorithm) and oneDNN has it for the problem.
+// is direct, or Winograd where asked for (cpu_conv_algorithm) and oneDNN has it for the problem. With bfloat16
+// compute (Conv2dProblem::bf16) the three read x, w and dy as bfloat16 (the staging reorders round them) and write
+// float32, where oneDNN has kernels for that (Winograd has none: direct then), else float32.
 #include <string>
 #include <tuple>
 #include <vector>
@@ -125,15 +127,22 @@ class OneDnnConv2d final : public Conv2dKernels {
     // Symmetric padding as PyTorch's: oneDNN sizes the output (in + pl + pr − k) / s + 1 rounded down, as
     // Conv2d::output_sample_shape does, so rows the last window does not reach are simply unused.
     const dc::dims strides{g.stride_h, g.stride_w}, pad{g.pad_h, g.pad_w};
-    PrimitiveDescs descs =
-        winograd_wanted(g, blocked) ? winograd_or_direct(src_a, w_a, bias, dst_a, strides, pad)
-                                    : primitive_descs(dnnl::algorithm::convolution_direct, src_a, w_a, bias, dst_a,
-                                                      strides, pad);
-    if (first && any_reference_kernel(descs))
-      descs = primitive_descs(dnnl::algorithm::convolution_direct, src_a, weights, bias, dst, strides, pad);
+    const auto choose = [&](dnnl::memory::data_type operands) {
+      const Operands a{src_a, w_a, dst_a, operands};
+      PrimitiveDescs d = winograd_wanted(g, blocked)
+                             ? winograd_or_direct(a, bias, strides, pad)
+                             : primitive_descs(dnnl::algorithm::convolution_direct, a, bias, strides, pad);
+      if (first && any_reference_kernel(d))
+        d = primitive_descs(dnnl::algorithm::convolution_direct, {src_a, weights, dst, operands}, bias, strides, pad);
+      return d;
+    };
+    // bfloat16 operands where oneDNN has kernels for them, else float32 (the implementation names which).
+    PrimitiveDescs descs = choose(p.bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32);
+    if (p.bf16 && any_reference_kernel(descs)) descs = choose(dnnl::memory::data_type::f32);
     const auto& [fwd_pd, bwd_pd, bww_pd] = descs;
     implementation_ = std::string(fwd_pd.impl_info_str()) + " / " + bwd_pd.impl_info_str() + " / " +
                       bww_pd.impl_info_str();
+    if (fwd_pd.src_desc().data_type() == dnnl::memory::data_type::bf16) implementation_ += " (bf16 operands)";
     y_layout_ = p.blocked_output ? layout_of(fwd_pd.dst_desc(), dst_dims) : Layout::kNchw;
     dst = dc::plain(dst_dims, dc::tag_of(y_layout_));
     forward_ = dnnl::convolution_forward(fwd_pd);
@@ -154,17 +163,30 @@ class OneDnnConv2d final : public Conv2dKernels {
                                     dnnl::convolution_backward_data::primitive_desc,
                                     dnnl::convolution_backward_weights::primitive_desc>;
 
-  static PrimitiveDescs primitive_descs(dnnl::algorithm algo, const dnnl::memory::desc& src,
-                                        const dnnl::memory::desc& w, const dnnl::memory::desc& bias,
-                                        const dnnl::memory::desc& dst, const dc::dims& strides, const dc::dims& pad) {
+  // The float32 descriptors of x, w and y, and the type the products read them in (f32, or bf16: x, w and dy
+  // rounded to bfloat16 by the reorders that stage them, while y, dx, dw and the bias stay float32).
+  struct Operands {
+    dnnl::memory::desc src, weights, dst;
+    dnnl::memory::data_type type;
+  };
+  static dnnl::memory::desc retyped(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+    if (md.data.format_kind == dnnl_format_kind_any) return dnnl::memory::desc(md.dims(), type, dc::tag::any);
+    dnnl::memory::desc r = md;  // a plain or blocked layout: strides count elements, whatever their type
+    r.data.data_type = static_cast<dnnl_data_type_t>(type);
+    return r;
+  }
+
+  static PrimitiveDescs primitive_descs(dnnl::algorithm algo, const Operands& o, const dnnl::memory::desc& bias,
+                                        const dc::dims& strides, const dc::dims& pad) {
+    const auto src = retyped(o.src, o.type), w = retyped(o.weights, o.type), dy = retyped(o.dst, o.type);
     const auto fwd = dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, w, bias, dst, strides, pad,
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, src, w, bias, o.dst, strides, pad,
                                         pad),
         dc::engine());
     const auto bwd = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algo, src, w, dst, strides, pad, pad), dc::engine(), fwd);
+        dnnl::convolution_backward_data::desc(algo, o.src, w, dy, strides, pad, pad), dc::engine(), fwd);
     const auto bww = dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algo, src, w, bias, dst, strides, pad, pad), dc::engine(), fwd);
+        dnnl::convolution_backward_weights::desc(algo, src, o.weights, bias, dy, strides, pad, pad), dc::engine(), fwd);
     return {fwd, bwd, bww};
   }
 
@@ -191,14 +213,13 @@ class OneDnnConv2d final : public Conv2dKernels {
     return cpu_conv_algorithm() == CpuConvAlgorithm::kWinograd && blocked && g.kernel_h == 3 && g.kernel_w == 3 &&
            g.stride_h == 1 && g.stride_w == 1;
   }
-  static PrimitiveDescs winograd_or_direct(const dnnl::memory::desc& src, const dnnl::memory::desc& w,
-                                           const dnnl::memory::desc& bias, const dnnl::memory::desc& dst,
-                                           const dc::dims& strides, const dc::dims& pad) {
+  static PrimitiveDescs winograd_or_direct(const Operands& o, const dnnl::memory::desc& bias, const dc::dims& strides,
+                                           const dc::dims& pad) {
     try {
-      return primitive_descs(dnnl::algorithm::convolution_winograd, src, w, bias, dst, strides, pad);
+      return primitive_descs(dnnl::algorithm::convolution_winograd, o, bias, strides, pad);
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
-      return primitive_descs(dnnl::algorithm::convolution_direct, src, w, bias, dst, strides, pad);
+      return primitive_descs(dnnl::algorithm::convolution_direct, o, bias, strides, pad);
     }
   }
 

@@ -1,4 +1,5 @@
-// linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b (sgemm, or on AVX-512 CPUs a oneDNN matmul: linear_cpu_matmul.h);
+// linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b (sgemm, or on AVX-512 CPUs a oneDNN matmul: linear_cpu_matmul.h;
+// with bfloat16 compute its bfloat16 products: linear_cpu_bf16.h);
 // backward dW = dyᵀ·x, db = column sums of dy, dx = dy·W, each one sgemm with the right transposes over the
 // row-major buffers (no copies).
 #include "mirror/nn/linear.h"
@@ -6,10 +7,12 @@
 #include <cmath>
 
 #include "init.h"
+#include "linear_cpu_bf16.h"
 #include "linear_cpu_matmul.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/ops.h"
+#include "mirror/nn/precision.h"
 
 namespace mirror::nn {
 
@@ -88,7 +91,11 @@ const Tensor& Linear::forward(const Tensor& x) {
     y_.resize({x.dim(0), x.dim(1), out_});
   else
     y_.resize({batch, out_});
-  if (cpu_forward_)
+  bf16_forward_ = device_.is_cpu() && computes_bf16();
+  if (bf16_forward_) {
+    if (!cpu_bf16_) cpu_bf16_ = std::make_unique<detail::CpuLinearBf16>();
+    cpu_bf16_->forward(batch, out_, in_, x.data(), weight_.value, y_.data());
+  } else if (cpu_forward_)
     cpu_forward_->run("linear", batch, out_, in_, x.data(), weight_.value, y_.data());
   else
     ops::gemm(device_, Trans::kNo, Trans::kYes, batch, out_, in_, 1.0f, x.data(), in_, weight_.value, in_, 0.0f,
@@ -107,11 +114,16 @@ const Tensor* Linear::backward(const Tensor& dy, GradMode mode, bool need_dx, co
     ops::column_sums(device_, dy.data(), batch, out_, beta, bias_.grad);
     if (grad_ready) grad_ready(1);
   }
+  if (need_dx) dx_.resize(x_->shape());
+  if (bf16_forward_) {
+    cpu_bf16_->backward(batch, out_, in_, dy.data(), beta, weight_.grad, need_dx ? dx_.data() : nullptr);
+    if (grad_ready) grad_ready(0);
+    return need_dx ? &dx_ : nullptr;
+  }
   ops::gemm(device_, Trans::kYes, Trans::kNo, out_, in_, batch, 1.0f, dy.data(), out_, x_->data(), in_, beta,
             weight_.grad, in_);
   if (grad_ready) grad_ready(0);
   if (!need_dx) return nullptr;
-  dx_.resize(x_->shape());
   ops::gemm(device_, Trans::kNo, Trans::kNo, batch, in_, out_, 1.0f, dy.data(), out_, weight_.value, in_, 0.0f,
             dx_.data(), in_);
   return &dx_;

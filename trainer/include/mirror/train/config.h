@@ -14,6 +14,7 @@
 #include "mirror/nn/cpu_kernels.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/optimizer.h"
+#include "mirror/nn/precision.h"
 #include "mirror/nn/schedule.h"
 #include "mirror/telemetry/timeline.h"
 
@@ -65,6 +66,7 @@ struct TrainConfig {
   nn::DeviceRequest device = nn::DeviceRequest::kAuto;
   int blas_threads = 1;             // OpenBLAS threads per rank (CPU)
   nn::CpuConvAlgorithm conv_algorithm = nn::CpuConvAlgorithm::kWinograd;  // CPU convolutions (cpu_kernels.h)
+  nn::Precision precision = nn::Precision::kFloat32;  // what the products compute in (nn/precision.h)
   Toggle fusion = Toggle::kOn;      // the model's fusion pass (on or off; ModelGraph::fusion)
   std::uint64_t seed = 0;
   // Schedule of work.

@@ -50,6 +50,10 @@ class CausalSelfAttention final : public Layer {
   const Tensor* qkv_out_ = nullptr;  // qkv_'s output of the last forward (held by qkv_ until its next forward)
   Tensor attended_, lse_, d_attended_, d_qkv_;
   bool cached_forward_ = false;  // the last forward used a decode cache (no backward)
+  // With bfloat16 compute (precision.h): qkv rounded for the attention products, kept for backward. A forward
+  // with a decode cache (generation) attends in float32.
+  Tensor qkv16_;
+  bool bf16_forward_ = false;
 };
 
 }  // namespace mirror::nn

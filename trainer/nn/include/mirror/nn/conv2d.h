@@ -75,6 +75,7 @@ class Conv2d final : public Layer {
   Shape kernels_shape_;  // the input shape, layout and output choice kernels_ were built for
   Layout kernels_layout_ = Layout::kNchw;
   bool kernels_blocked_output_ = false;
+  bool kernels_bf16_ = false;  // built for bfloat16 operands (precision.h)
 };
 
 }  // namespace mirror::nn
