@@ -7,18 +7,20 @@
 # samples/s (Mirror: its steady_samples_per_s metric; the peers: their --skip 20).
 #   scripts/bench_train.sh --model mlp:512,256|keras-cnn|cnn-bn|resnet20 [--np 1,2] [--epochs 1] [--repeats 3]
 #                          [--samples N] [--batch 64] [--no-peers torch,tf] [--trainer-args "ARGS"] [--baseline DIR]
+#                          [--precision fp32|bf16]
 # --samples N: train on the first N training samples (a subset file data/fmnist-N.h5; the peers run as many steps
 # with --max-steps), for short runs. --trainer-args: more options for Mirror's trainer only (e.g. "--conv-algorithm
 # direct"), split at spaces. --baseline DIR: also Mirror's trainer from another build directory (an earlier
 # commit's, built with scripts/test.sh or cmake), as system "base", alternated with this build's in every repeat;
 # the table gives mirror/base. cnn-bn runs with synchronised BatchNorm in all three (Mirror's default, the
-# torch peer's --sync-bn, Keras' synchronized=True). Peers: ../shared/peers (README.md there), installed under
+# torch peer's --sync-bn, Keras' synchronized=True). --precision bf16: Mirror's --precision bf16 against the torch
+# peer's --bf16 (torch.autocast); TensorFlow's peer has no bfloat16 mode and is left out. Peers: ../shared/peers (README.md there), installed under
 # MIRROR_PEERS_HOME (default ~/.cache/mirror-peers) by its setup.sh. Needs a build (BUILD_DIR, default build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 model="mlp:512,256"; batch=64; epochs=1; repeats=3; nps="1 2"; samples=60000; skip_peers=""; trainer_args=""
-base_build=""
+base_build=""; precision=fp32
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --no-peers) skip_peers="${2//,/ }"; shift 2 ;;
     --trainer-args) trainer_args="$2"; shift 2 ;;
     --baseline) base_build="$2"; shift 2 ;;
+    --precision) precision="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_train.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -37,6 +40,11 @@ done
 case "$model" in
   mlp:*|keras-cnn|cnn-bn|resnet20) ;;
   *) echo "bench_train.sh: --model must be mlp:H1,H2,..., keras-cnn, cnn-bn or resnet20, got '$model'" >&2; exit 2 ;;
+esac
+case "$precision" in
+  fp32) ;;
+  bf16) trainer_args="--precision bf16 $trainer_args"; skip_peers+=" tf" ;;
+  *) echo "bench_train.sh: --precision must be fp32 or bf16, got '$precision'" >&2; exit 2 ;;
 esac
 [[ "$samples" =~ ^[0-9]+$ ]] && [ "$samples" -ge 1 ] && [ "$samples" -le 60000 ] ||
   { echo "bench_train.sh: --samples must be 1..60000, got '$samples'" >&2; exit 2; }
@@ -100,7 +108,8 @@ run_mirror() { mirror_one "$1" "$tmp/m.jsonl" --bind-to core && steady_mean "$tm
 run_base() { local trainer="$base_trainer"; mirror_one "$1" "$tmp/b.jsonl" --bind-to core && steady_mean "$tmp/b.jsonl"; }
 run_torch() {
   mpirun --bind-to core -np "$1" "$py" "$peers_src/torch_ddp_fmnist.py" --model "$peer_model" ${hidden:+--hidden "$hidden"} \
-    "${sync_bn[@]}" --epochs "$epochs" --batch "$batch" --threads 1 --max-steps "$(steps_for "$1")" 2>"$tmp/t.err" |
+    "${sync_bn[@]}" $([ "$precision" = bf16 ] && echo --bf16) --epochs "$epochs" --batch "$batch" --threads 1 \
+    --max-steps "$(steps_for "$1")" 2>"$tmp/t.err" |
     last_json samples_per_s || { cat "$tmp/t.err" >&2; return 1; }
 }
 run_tf() {
@@ -126,7 +135,7 @@ cores="$(getconf _NPROCESSORS_ONLN)"  # (nproc would honour OMP_NUM_THREADS=1)
 # shellcheck source=machine.sh
 source "$root/scripts/machine.sh"
 caches="caches $(cpu_caches)"
-echo "# bench_train: model $model, batch $batch per rank, $epochs epoch(s) of $samples samples per run, $repeats repeats, alternated"
+echo "# bench_train: model $model ($precision), batch $batch per rank, $epochs epoch(s) of $samples samples per run, $repeats repeats, alternated"
 echo "# CPU: $cpu, $cores logical CPUs ($(lscpu | sed -n 's/^Thread(s) per core: *//p') thread(s) per core); $caches"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg); samples/s leave out each epoch's first 20 steps"
 declare -A R

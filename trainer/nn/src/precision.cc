@@ -64,7 +64,10 @@ void set_compute_precision(Precision precision) {
 
 Precision compute_precision() { return current_precision.load(std::memory_order_relaxed); }
 
-void round_to_bfloat16(const float* in, BFloat16* out, std::int64_t n) {
+namespace {
+
+// Integer operations only, so every build below gives the same bits.
+inline void round_loop(const float* __restrict in, BFloat16* __restrict out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint32_t bits;
     std::memcpy(&bits, in + i, sizeof bits);
@@ -72,6 +75,27 @@ void round_to_bfloat16(const float* in, BFloat16* out, std::int64_t n) {
     const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;  // to nearest, ties to even
     out[i].bits = static_cast<std::uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// The rounding runs where bfloat16 compute does, on AVX-512 CPUs: a build for them, picked from cpuid.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void round_avx512(const float* in, BFloat16* out, std::int64_t n) {
+  round_loop(in, out, n);
+}
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+#endif
+
+}  // namespace
+
+void round_to_bfloat16(const float* in, BFloat16* out, std::int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (cpu_has_avx512()) return round_avx512(in, out, n);
+#endif
+  round_loop(in, out, n);
 }
 
 }  // namespace mirror::nn
