@@ -11,7 +11,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 out="${OUT:-$root/gpu-bundle}"
 limit_mb="${LIMIT_MB:-60}"
-targets=(test_nn_cuda test_nn_cnn_cuda test_nn_finite)
+targets=(test_nn_cuda test_nn_cnn_cuda test_nn_lm_cuda test_nn_finite)
 
 [ -f "$build/CMakeCache.txt" ] || { echo "gpu-bundle: no build in $build (run scripts/test.sh first)" >&2; exit 2; }
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"

@@ -7,7 +7,8 @@
 #   full (otherwise, or --full): configures a CUDA build (-DMIRROR_WITH_CUDA=ON) in build-gpu, builds it,
 #     runs the GPU-labelled CTest entries (NCCL at 2-4 ranks only with a GPU per rank, or with
 #     NCCL_MULTI_RANK_GPU_ENABLE=1 set for NCCL 2.30's experimental ranks sharing a GPU), times allreduce
-#     over NCCL with mirror-bench and an MLP's training against PyTorch. --cpu-suite adds the rest of the
+#     over NCCL with mirror-bench, an MLP's training against PyTorch, and gpt-mini's and gpt2-small's tokens/s in fp32
+#     and bf16. --cpu-suite adds the rest of the
 #     suite with the GPU hidden (CUDA_VISIBLE_DEVICES=), as CI runs it.
 # First it prints what the machine has (GPU, driver, CUDA, cuDNN/NCCL wheels, mpirun). Prints a summary;
 # exits non-zero if anything failed, or if a GPU test skipped although a GPU is present.
@@ -168,6 +169,32 @@ else
         t="$(python3 "$root/scripts/torch_mlp_gpu.py" --hidden "$hidden" --batch 256 --epochs 2 2>/dev/null |
              python3 -c "import json,sys; print(round(json.loads(sys.stdin.read())['samples_per_s']))" 2>/dev/null || echo "n/a")"
         echo "   mlp:$hidden  mirror $m samples/s   pytorch $t samples/s"
+      done
+      echo "== language models on 1 GPU: tokens/s (30 steps, the first 20 left out) and achieved TFLOP/s, fp32 and bf16"
+      cat "$root"/docs/*.md "$root"/README.md >"$logs/lm.txt"
+      "$build/data/mirror-data" text --out "$build/lm-text.h5" "$logs/lm.txt" >/dev/null 2>&1 || rc=1
+      for spec in gpt-mini:8 gpt2-small:4; do
+        for precision in fp32 bf16; do
+          model="${spec%%:*}"; batch="${spec##*:}"
+          if mpirun -np 1 "${mpiflags[@]}" "$build/trainer/tools/trainer" --data "$build/lm-text.h5" --device cuda \
+               --model "$model" --batch-size "$batch" --train-steps 30 --precision "$precision" --optimizer adamw \
+               --eval-every 0 --progress off --metrics "$logs/lm.jsonl" >"$logs/lm-$model-$precision.log" 2>&1; then
+            # (6 x parameters + 6 x layers x context x channels) FLOP per token, as scripts/bench_lm.sh counts them.
+            python3 - "$logs/lm.jsonl" "$model" "$precision" "$build/trainer/tools/trainer" <<'PY' | sed 's/^/   /'
+import json, subprocess, sys
+path, model, precision, trainer = sys.argv[1:]
+tps = json.loads(open(path).read().splitlines()[-1])["tokens_per_s"]
+m = json.loads(subprocess.run([trainer, "--print-model", model], capture_output=True, text=True).stdout)["layers"]
+C, T = m[0]["channels"], m[1]["context"]
+V = 256 if m[0]["vocab"] == "classes" else m[0]["vocab"]
+L = sum(1 for l in m if l["type"] == "causal_self_attention")
+flop = 6 * (V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C) + 6 * L * T * C
+print(f"{model} {precision}: {tps:,.0f} tokens/s, {tps * flop / 1e12:.1f} TFLOP/s")
+PY
+          else
+            echo "   $model $precision FAILED"; tail -5 "$logs/lm-$model-$precision.log" | sed 's/^/      /'; rc=1
+          fi
+        done
       done
     fi
   fi

@@ -210,7 +210,8 @@ Json EpochReporter::metrics(const EpochTimes& t, const RunPosition& pos, double 
   // The type the gradients travelled in; fp16: the loss scale at the epoch's end and the steps skipped.
   m["grad_dtype"] = to_string(config_.grad_dtype);
   m["precision"] = nn::to_string(config_.precision);
-  if (config_.precision == nn::Precision::kBFloat16) m["bf16_kernel"] = nn::cpu_bf16_kernel();
+  if (config_.precision == nn::Precision::kBFloat16)
+    m["bf16_kernel"] = model_.device().is_cuda() ? std::string("cuBLAS") : nn::cpu_bf16_kernel();
   if (scaler.enabled()) {
     m["loss_scale"] = scaler.scale();
     m["skipped_steps"] = t.skipped;

@@ -85,9 +85,7 @@ Trainer::Trainer(const TrainConfig& config, const TrainContext& context)
 
 void Trainer::setup_model_graph() {
   nn::set_cpu_conv_algorithm(config_.conv_algorithm);
-  MIRROR_CHECK(config_.precision == nn::Precision::kFloat32 || device_.is_cpu(), kInvalidArgument,
-               "--precision bf16 computes on the CPU only in this build, not on " << nn::to_string(device_));
-  nn::set_compute_precision(config_.precision);
+  nn::set_compute_precision(config_.precision, device_);
   MIRROR_CHECK(!(device_.is_cuda() && ctx_.gradients->backend().buffers == coll::Buffers::kHost), kInvalidArgument,
                "--device cuda needs --backend nccl (or auto): the host backend all-reduces CPU buffers only");
   dataset_.emplace(data::Dataset::open(config_.data));
@@ -311,7 +309,7 @@ void Trainer::prepare_outputs() {
 // "compute fp32", or "compute bf16 (brg:avx512_core_bf16)": the kernel oneDNN runs bfloat16 products with.
 std::string Trainer::precision_text() const {
   if (config_.precision == nn::Precision::kFloat32) return "compute fp32";
-  return "compute bf16 (" + nn::cpu_bf16_kernel() + ")";
+  return "compute bf16 (" + (device_.is_cuda() ? std::string("cuBLAS") : nn::cpu_bf16_kernel()) + ")";
 }
 
 // "fp32", "bf16", or "fp16 (loss scale 65536, halved at an overflow, doubled after 2000 good steps)".

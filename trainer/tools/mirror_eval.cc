@@ -80,9 +80,7 @@ int run(const EvalOptions& o, int rank) {
     state = train::read_checkpoint(path);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
-    MIRROR_CHECK(o.precision == nn::Precision::kFloat32 || device.is_cpu(), kInvalidArgument,
-                 "--precision bf16 computes on the CPU only in this build, not on " << nn::to_string(device));
-    nn::set_compute_precision(o.precision);
+    nn::set_compute_precision(o.precision, device);
     model_holder = train::model_from_checkpoint(path, state, device);
     train::check_dataset_fits(*model_holder, *dataset_holder);
     MIRROR_CHECK(!dataset_holder->info().text || o.predict.empty(), kInvalidArgument,

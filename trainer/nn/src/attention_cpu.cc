@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "bf16_gemm_cpu.h"
+#include "bf16_products.h"
 #include "fast_math.h"
 
 namespace mirror::nn::detail {

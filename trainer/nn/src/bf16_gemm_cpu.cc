@@ -1,5 +1,5 @@
 // bf16_gemm_cpu.cc — bf16_gemm_cpu.h: the primitive cache (keyed by everything a matmul primitive is built from;
-// guarded by a mutex, though Mirror computes on one thread per process) and BFloat16Copy.
+// guarded by a mutex, though Mirror computes on one thread per process).
 #include "bf16_gemm_cpu.h"
 
 #include <map>
@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "dnnl_cpu.h"
-#include "mirror/nn/precision.h"
 
 namespace mirror::nn::detail {
 namespace cpu {
@@ -70,11 +69,5 @@ void gemm_bf16(ops::Trans ta, ops::Trans tb, std::int64_t m, std::int64_t n, std
 }
 
 }  // namespace cpu
-
-const BFloat16* BFloat16Copy::round(const float* values, std::int64_t n) {
-  values_.resize({n});
-  round_to_bfloat16(values, values_.as<BFloat16>(), n);
-  return values_.as<BFloat16>();
-}
 
 }  // namespace mirror::nn::detail

@@ -2,8 +2,8 @@
 // with bfloat16 A and B, float32 accumulation and a float32 C, row-major with leading dimensions as ops::gemm
 // (mirror/nn/ops.h). A oneDNN matmul primitive per distinct call (transposes, sizes, leading dimensions, alpha,
 // beta), built on first use and kept for the process: a model makes a few dozen (its linear layers' shapes,
-// attention's block shapes), and building one costs far more than running a small one. And BFloat16Copy: the
-// bfloat16 operand a layer keeps of its float32 values between forward and backward.
+// attention's block shapes), and building one costs far more than running a small one. bf16_products.h dispatches
+// here for the CPU.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +18,5 @@ void gemm_bf16(ops::Trans ta, ops::Trans tb, std::int64_t m, std::int64_t n, std
                const BFloat16* a, std::int64_t lda, const BFloat16* b, std::int64_t ldb, float beta, float* c,
                std::int64_t ldc);
 }  // namespace cpu
-
-// Float32 values rounded to bfloat16 (precision.h's rounding), in a host buffer that only grows.
-class BFloat16Copy {
- public:
-  const BFloat16* round(const float* values, std::int64_t n);
-  const BFloat16* data() const { return values_.as<BFloat16>(); }
-
- private:
-  Tensor values_{{0}, Device{}, DType::kBFloat16};
-};
 
 }  // namespace mirror::nn::detail

@@ -1,6 +1,6 @@
 // causal_self_attention.cc — mirror/nn/causal_self_attention.h: two per-position Linear layers around the
-// attention kernel (attention_cpu.h; its bfloat16 form with bfloat16 compute); the layer maps its four parameters
-// onto them.
+// attention kernel (attention_cpu.h; its bfloat16 form with bfloat16 compute; on CUDA attention_cuda.h); the layer
+// maps its four parameters onto them.
 #include "mirror/nn/causal_self_attention.h"
 
 #include "attention_cpu.h"
@@ -9,6 +9,9 @@
 #include "mirror/nn/decode_cache.h"
 #include "mirror/nn/layer_registry.h"
 #include "mirror/nn/precision.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/attention_cuda.h"
+#endif
 
 namespace mirror::nn {
 namespace {
@@ -27,9 +30,7 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t channels, std::int64_t hea
     : channels_(checked_channels(channels, heads)), heads_(heads), device_(device),
       qkv_(channels, 3 * channels, device, true, true), proj_(channels, channels, device, true, true),
       attended_({0}, device), lse_({0}, device), d_attended_({0}, device), d_qkv_({0}, device),
-      qkv16_({0}, device, DType::kBFloat16) {
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "causal_self_attention runs on the CPU only in this build, not on " << to_string(device));
+      qkv16_({0}, device, DType::kBFloat16), probs_({0}, device), dprobs_({0}, device) {
   MIRROR_CHECK(init_std > 0.0 && proj_init_std > 0.0, kInvalidArgument,
                "causal_self_attention: \"init_std\" and \"proj_init_std\" must be > 0, got " << init_std << " and "
                                                                                             << proj_init_std);
@@ -78,10 +79,20 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x) {
   MIRROR_CHECK(cached || context_ == nullptr || context_->position_offset == 0, kInvalidArgument,
                "causal_self_attention: a forward from position " << context_->position_offset
                                                                    << " needs a decode cache (decode_cache.h)");
+  MIRROR_CHECK(!cached || device_.is_cpu(), kInvalidArgument,
+               "causal_self_attention: decoding with a key/value cache runs on the CPU only in this build");
   const Tensor& qkv = qkv_.forward(x);
   qkv_out_ = &qkv;
   cached_forward_ = cached;
   attended_.resize(x.shape());
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    probs_.resize({x.dim(0), heads_, x.dim(1), x.dim(1)});
+    detail::cuda::causal_attention_forward({x.dim(0), x.dim(1), channels_, heads_}, qkv.data(), probs_.data(),
+                                           attended_.data());
+    return proj_.forward(attended_);
+  }
+#endif
   lse_.resize({x.dim(0), heads_, x.dim(1)});
   bf16_forward_ = !cached && computes_bf16();
   const detail::AttentionShape shape{x.dim(0), x.dim(1), channels_, heads_};
@@ -118,6 +129,14 @@ const Tensor* CausalSelfAttention::backward(const Tensor& dy, GradMode mode, boo
   const Tensor* d_attended = proj_.backward(dy, mode, true, proj_ready);
   const Shape& shape = attended_.shape();
   d_qkv_.resize({shape[0], shape[1], 3 * channels_});
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    dprobs_.resize(probs_.shape());
+    detail::cuda::causal_attention_backward({shape[0], shape[1], channels_, heads_}, qkv_out_->data(), probs_.data(),
+                                            d_attended->data(), dprobs_.data(), d_qkv_.data());
+    return qkv_.backward(d_qkv_, mode, need_dx, grad_ready);
+  }
+#endif
   const detail::AttentionShape s{shape[0], shape[1], channels_, heads_};
   if (bf16_forward_)
     detail::causal_attention_backward_bf16(s, qkv16_.as<BFloat16>(), attended_.data(), lse_.data(), d_attended->data(),

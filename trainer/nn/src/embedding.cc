@@ -1,4 +1,5 @@
-// embedding.cc — mirror/nn/embedding.h: row copies forward, row sums backward (positions in order).
+// embedding.cc — mirror/nn/embedding.h: row copies forward, row sums backward (positions in order), on the CPU
+// or with lm_kernels_cuda.h's kernels on CUDA.
 #include "mirror/nn/embedding.h"
 
 #include <cmath>
@@ -7,16 +8,19 @@
 #include "init.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#include "mirror/nn/ops.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/lm_kernels_cuda.h"
+#endif
 
 namespace mirror::nn {
 
 Embedding::Embedding(std::int64_t vocab, std::int64_t channels, Device device, double init_std)
-    : vocab_(vocab), channels_(channels), init_std_(init_std), device_(device), y_({0}, device) {
+    : vocab_(vocab), channels_(channels), init_std_(init_std), device_(device), y_({0}, device),
+      backward_plan_({0}, device, DType::kInt32) {
   MIRROR_CHECK(vocab >= 1 && channels >= 1, kInvalidArgument,
                "embedding needs vocab >= 1 and channels >= 1, got vocab=" << vocab << " channels=" << channels);
   MIRROR_CHECK(init_std > 0.0, kInvalidArgument, "embedding: \"init_std\" must be > 0, got " << init_std);
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "embedding runs on the CPU only in this build, not on " << to_string(device));
 }
 
 std::unique_ptr<Layer> Embedding::create(const LayerArgs& args) {
@@ -45,8 +49,9 @@ const Tensor& Embedding::forward(const Tensor& x) {
   MIRROR_CHECK(weight_.value != nullptr, kInternal, "embedding used before its parameters were bound");
   MIRROR_CHECK(x.shape().size() == 2 && x.dim(0) > 0, kInvalidArgument,
                "embedding needs a batch of ids [N, T], got " << to_string(x.shape()));
-  const std::int32_t* ids = x.as<std::int32_t>();
   const std::int64_t positions = x.numel();
+  if (device_.is_cuda()) return forward_cuda(x);
+  const std::int32_t* ids = x.as<std::int32_t>();
   for (std::int64_t p = 0; p < positions; ++p)
     MIRROR_CHECK(ids[p] >= 0 && ids[p] < vocab_, kInvalidArgument,
                  "embedding: token id " << ids[p] << " at position " << p % x.dim(1) << " of sample " << p / x.dim(1)
@@ -63,6 +68,11 @@ const Tensor* Embedding::backward(const Tensor& dy, GradMode mode, bool, const L
   MIRROR_CHECK(ids_ != nullptr && dy.numel() == ids_->numel() * channels_, kInvalidArgument,
                "embedding backward expects dy of " << (ids_ ? ids_->numel() : 0) << " x " << channels_ << " values, got "
                                                    << to_string(dy.shape()));
+  if (device_.is_cuda()) {
+    backward_cuda(dy, mode);
+    if (grad_ready) grad_ready(0);
+    return nullptr;
+  }
   if (mode == GradMode::kOverwrite) std::memset(weight_.grad, 0, static_cast<std::size_t>(vocab_ * channels_) * sizeof(float));
   const std::int32_t* ids = ids_->as<std::int32_t>();
   const float* g = dy.data();
@@ -72,6 +82,55 @@ const Tensor* Embedding::backward(const Tensor& dy, GradMode mode, bool, const L
   }
   if (grad_ready) grad_ready(0);
   return nullptr;
+}
+
+// CUDA: the ids come to the host once per forward, to be checked with the same error as on the CPU and sorted by
+// token (a stable counting sort) for a backward without atomics (lm_kernels_cuda.h): each token's gradient row is
+// the sum of its positions' dy rows in position order, as on the CPU, so a run repeats bit for bit.
+const Tensor& Embedding::forward_cuda(const Tensor& x) {
+  const std::vector<std::int32_t> ids = x.to_host_int32();
+  for (std::size_t p = 0; p < ids.size(); ++p)
+    MIRROR_CHECK(ids[p] >= 0 && ids[p] < vocab_, kInvalidArgument,
+                 "embedding: token id " << ids[p] << " at position " << static_cast<std::int64_t>(p) % x.dim(1)
+                                        << " of sample " << static_cast<std::int64_t>(p) / x.dim(1) << " is outside [0, "
+                                        << vocab_ << ")");
+  ids_ = &x;
+  std::vector<std::int32_t> count(static_cast<std::size_t>(vocab_) + 1, 0);
+  for (std::int32_t id : ids) ++count[static_cast<std::size_t>(id) + 1];
+  std::vector<std::int32_t> tokens, starts{0}, next(static_cast<std::size_t>(vocab_));
+  for (std::int64_t t = 0; t < vocab_; ++t) {
+    next[t] = count[t];
+    count[t + 1] += count[t];
+    if (count[t + 1] > count[t]) {
+      tokens.push_back(static_cast<std::int32_t>(t));
+      starts.push_back(count[t + 1]);
+    }
+  }
+  std::vector<std::int32_t> order(ids.size());
+  for (std::size_t p = 0; p < ids.size(); ++p) order[next[ids[p]]++] = static_cast<std::int32_t>(p);
+  std::vector<std::int32_t> plan(order);  // one upload: order, starts, tokens
+  plan.insert(plan.end(), starts.begin(), starts.end());
+  plan.insert(plan.end(), tokens.begin(), tokens.end());
+  backward_plan_.resize({static_cast<std::int64_t>(plan.size())});
+  backward_plan_.copy_from_host(std::span<const std::int32_t>(plan));
+  distinct_tokens_ = static_cast<std::int64_t>(tokens.size());
+  y_.resize({x.dim(0), x.dim(1), channels_});
+#if MIRROR_HAVE_CUDA
+  detail::cuda::embedding_forward(x.as<std::int32_t>(), weight_.value, x.numel(), channels_, y_.data());
+#endif
+  return y_;
+}
+
+void Embedding::backward_cuda(const Tensor& dy, GradMode mode) {
+  if (mode == GradMode::kOverwrite) ops::fill(device_, weight_.grad, vocab_ * channels_, 0.0f);
+#if MIRROR_HAVE_CUDA
+  const std::int32_t* order = backward_plan_.as<std::int32_t>();
+  const std::int64_t positions = ids_->numel();
+  detail::cuda::embedding_backward(dy.data(), order, order + positions, order + positions + distinct_tokens_ + 1,
+                                   distinct_tokens_, channels_, /*accumulate=*/true, weight_.grad);
+#else
+  (void)dy;
+#endif
 }
 
 }  // namespace mirror::nn

@@ -1,22 +1,29 @@
 // gelu.cc — mirror/nn/gelu.h: plain loops over the elements in float arithmetic (gelu_cpu.h), with fast_math.h's
-// tanh (libm's tanhf, an out-of-line call per element, took most of a GPT's step).
+// tanh (libm's tanhf, an out-of-line call per element, took most of a GPT's step); on CUDA lm_kernels_cuda.h's.
 #include "mirror/nn/gelu.h"
 
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
 #include "gelu_cpu.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/lm_kernels_cuda.h"
+#endif
 
 namespace mirror::nn {
 
-Gelu::Gelu(Device device) : device_(device), y_({0}, device), dx_({0}, device) {
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument, "gelu runs on the CPU only in this build, not on " << to_string(device));
-}
+Gelu::Gelu(Device device) : device_(device), y_({0}, device), dx_({0}, device) {}
 
 std::unique_ptr<Layer> Gelu::create(const LayerArgs& args) { return std::make_unique<Gelu>(args.device); }
 
 const Tensor& Gelu::forward(const Tensor& x) {
   x_ = &x;
   y_.resize(x.shape());
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::gelu_forward(x.data(), y_.data(), x.numel());
+    return y_;
+  }
+#endif
   detail::gelu_cpu_forward(x.data(), y_.data(), x.numel());
   return y_;
 }
@@ -27,6 +34,12 @@ const Tensor* Gelu::backward(const Tensor& dy, GradMode, bool need_dx, const Lay
                                                                         << ", got " << to_string(dy.shape()));
   if (!need_dx) return nullptr;
   dx_.resize(x_->shape());
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::gelu_backward(x_->data(), dy.data(), dx_.data(), dy.numel());
+    return &dx_;
+  }
+#endif
   detail::gelu_cpu_backward(x_->data(), dy.data(), dx_.data(), dy.numel());
   return &dx_;
 }

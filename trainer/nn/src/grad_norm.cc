@@ -1,13 +1,19 @@
 // grad_norm.cc — sum_of_squares (mirror/nn/grad_norm.h): eight double accumulators in a fixed order (they
-// vectorise, and the result does not depend on the compiler's reassociation). A CUDA buffer is read to the
-// host first: a kernel of its own belongs to the GPU path of the language models.
+// vectorise, and the result does not depend on the compiler's reassociation); on CUDA cuda/grad_norm_cuda.cu's
+// kernel (a fixed reduction tree, so it repeats too).
 #include "mirror/nn/grad_norm.h"
 
 #include <vector>
 
+#include "backend.h"
 #include "mirror/nn/tensor.h"
 
 namespace mirror::nn {
+#if MIRROR_HAVE_CUDA
+namespace detail::cuda {
+double sum_of_squares(const float* x, std::int64_t n);  // cuda/grad_norm_cuda.cu
+}  // namespace detail::cuda
+#endif
 namespace {
 
 double sum_of_squares_cpu(const float* x, std::int64_t n) {
@@ -27,9 +33,12 @@ double sum_of_squares_cpu(const float* x, std::int64_t n) {
 double sum_of_squares(const Device& device, const float* x, std::int64_t n) {
   if (n <= 0) return 0.0;
   if (device.is_cpu()) return sum_of_squares_cpu(x, n);
-  std::vector<float> host(static_cast<std::size_t>(n));
-  copy_device_to_host(device, host.data(), x, host.size() * sizeof(float));
-  return sum_of_squares_cpu(host.data(), n);
+#if MIRROR_HAVE_CUDA
+  return detail::cuda::sum_of_squares(x, n);
+#else
+  detail::require_cpu(device);
+  return 0.0;
+#endif
 }
 
 }  // namespace mirror::nn

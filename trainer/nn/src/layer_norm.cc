@@ -1,20 +1,23 @@
 // layer_norm.cc — mirror/nn/layer_norm.h: one pass per row for the statistics (double), one for y; backward
-// sums dy and dy·x̂ per channel in double, then dx = rstd · (dy·γ − mean(dy·γ) − x̂ · mean(dy·γ·x̂)) per row.
+// sums dy and dy·x̂ per channel in double, then dx = rstd · (dy·γ − mean(dy·γ) − x̂ · mean(dy·γ·x̂)) per row. The
+// same on CUDA with lm_kernels_cuda.h's kernels.
 #include "mirror/nn/layer_norm.h"
 
 #include <cmath>
 
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/lm_kernels_cuda.h"
+#endif
 
 namespace mirror::nn {
 
 LayerNorm::LayerNorm(std::int64_t channels, Device device, float eps)
-    : channels_(channels), device_(device), eps_(eps), xhat_({0}, device), y_({0}, device), dx_({0}, device) {
+    : channels_(channels), device_(device), eps_(eps), xhat_({0}, device), y_({0}, device), dx_({0}, device),
+      row_stats_({0}, device) {
   MIRROR_CHECK(channels >= 1 && eps > 0.0f, kInvalidArgument,
                "layernorm needs channels >= 1 and eps > 0, got channels=" << channels << " eps=" << eps);
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "layernorm runs on the CPU only in this build, not on " << to_string(device));
 }
 
 std::unique_ptr<Layer> LayerNorm::create(const LayerArgs& args) {
@@ -52,6 +55,14 @@ const Tensor& LayerNorm::forward(const Tensor& x) {
   const std::int64_t rows = x.numel() / channels_, c = channels_;
   y_.resize(x.shape());
   xhat_.resize(x.shape());
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    row_stats_.resize({2, rows});  // mean, rstd
+    detail::cuda::layernorm_forward(x.data(), weight_.value, bias_.value, rows, c, eps_, xhat_.data(), y_.data(),
+                                    row_stats_.data(), row_stats_.data() + rows);
+    return y_;
+  }
+#endif
   mean_.resize(static_cast<std::size_t>(rows));
   rstd_.resize(static_cast<std::size_t>(rows));
   const float *in = x.data(), *gamma = weight_.value, *beta = bias_.value;
@@ -80,6 +91,19 @@ const Tensor* LayerNorm::backward(const Tensor& dy, GradMode mode, bool need_dx,
                "layernorm backward expects dy of shape " << to_string(xhat_.shape()) << ", got " << to_string(dy.shape()));
   const std::int64_t c = channels_, rows = dy.numel() / c;
   const float *g = dy.data(), *xhat = xhat_.data(), *gamma = weight_.value;
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::layernorm_parameter_grads(g, xhat, rows, c, mode == GradMode::kAccumulate, weight_.grad, bias_.grad);
+    if (grad_ready) {
+      grad_ready(1);
+      grad_ready(0);
+    }
+    if (!need_dx) return nullptr;
+    dx_.resize(dy.shape());
+    detail::cuda::layernorm_input_grad(g, xhat, gamma, row_stats_.data() + rows, rows, c, dx_.data());
+    return &dx_;
+  }
+#endif
   std::vector<double> dbeta(static_cast<std::size_t>(c), 0.0), dgamma(static_cast<std::size_t>(c), 0.0);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t j = 0; j < c; ++j) {

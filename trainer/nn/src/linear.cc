@@ -1,5 +1,5 @@
 // linear.cc — mirror/nn/linear.h: y = x·Wᵀ + b (sgemm, or on AVX-512 CPUs a oneDNN matmul: linear_cpu_matmul.h;
-// with bfloat16 compute its bfloat16 products: linear_cpu_bf16.h);
+// with bfloat16 compute its bfloat16 products, on either device: linear_bf16.h);
 // backward dW = dyᵀ·x, db = column sums of dy, dx = dy·W, each one sgemm with the right transposes over the
 // row-major buffers (no copies).
 #include "mirror/nn/linear.h"
@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "init.h"
-#include "linear_cpu_bf16.h"
+#include "linear_bf16.h"
 #include "linear_cpu_matmul.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
@@ -91,10 +91,10 @@ const Tensor& Linear::forward(const Tensor& x) {
     y_.resize({x.dim(0), x.dim(1), out_});
   else
     y_.resize({batch, out_});
-  bf16_forward_ = device_.is_cpu() && computes_bf16();
+  bf16_forward_ = computes_bf16();
   if (bf16_forward_) {
-    if (!cpu_bf16_) cpu_bf16_ = std::make_unique<detail::CpuLinearBf16>();
-    cpu_bf16_->forward(batch, out_, in_, x.data(), weight_.value, y_.data());
+    if (!bf16_) bf16_ = std::make_unique<detail::LinearBf16>(device_);
+    bf16_->forward(batch, out_, in_, x.data(), weight_.value, y_.data());
   } else if (cpu_forward_)
     cpu_forward_->run("linear", batch, out_, in_, x.data(), weight_.value, y_.data());
   else
@@ -116,7 +116,7 @@ const Tensor* Linear::backward(const Tensor& dy, GradMode mode, bool need_dx, co
   }
   if (need_dx) dx_.resize(x_->shape());
   if (bf16_forward_) {
-    cpu_bf16_->backward(batch, out_, in_, dy.data(), beta, weight_.grad, need_dx ? dx_.data() : nullptr);
+    bf16_->backward(batch, out_, in_, dy.data(), beta, weight_.grad, need_dx ? dx_.data() : nullptr);
     if (grad_ready) grad_ready(0);
     return need_dx ? &dx_ : nullptr;
   }

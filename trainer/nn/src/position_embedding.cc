@@ -7,6 +7,10 @@
 #include "init.h"
 #include "mirror/error.h"
 #include "mirror/nn/layer_registry.h"
+#include "mirror/nn/ops.h"
+#if MIRROR_HAVE_CUDA
+#include "cuda/lm_kernels_cuda.h"
+#endif
 
 namespace mirror::nn {
 
@@ -16,8 +20,6 @@ PositionEmbedding::PositionEmbedding(std::int64_t context, std::int64_t channels
                "position_embedding needs context >= 1 and channels >= 1, got context=" << context
                                                                                         << " channels=" << channels);
   MIRROR_CHECK(init_std > 0.0, kInvalidArgument, "position_embedding: \"init_std\" must be > 0, got " << init_std);
-  MIRROR_CHECK(device.is_cpu(), kInvalidArgument,
-               "position_embedding runs on the CPU only in this build, not on " << to_string(device));
 }
 
 std::unique_ptr<Layer> PositionEmbedding::create(const LayerArgs& args) {
@@ -63,6 +65,12 @@ const Tensor& PositionEmbedding::forward(const Tensor& x) {
   const float* in = x.data();
   const float* w = weight_.value + offset_ * channels_;
   float* out = y_.data();
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    detail::cuda::position_embedding_forward(in, w, x.dim(0), x.dim(1), channels_, out);
+    return y_;
+  }
+#endif
   for (std::int64_t n = 0; n < x.dim(0); ++n)
     for (std::int64_t i = 0; i < row; ++i) out[n * row + i] = in[n * row + i] + w[i];
   return y_;
@@ -74,6 +82,15 @@ const Tensor* PositionEmbedding::backward(const Tensor& dy, GradMode mode, bool 
                "position_embedding backward expects dy of shape " << to_string(x_shape_) << ", got "
                                                                   << to_string(dy.shape()));
   const std::int64_t row = x_shape_[1] * channels_;
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {
+    if (mode == GradMode::kOverwrite) ops::fill(device_, weight_.grad, context_ * channels_, 0.0f);
+    detail::cuda::position_embedding_backward(dy.data(), x_shape_[0], x_shape_[1], channels_, /*accumulate=*/true,
+                                              weight_.grad + offset_ * channels_);
+    if (grad_ready) grad_ready(0);
+    return need_dx ? &dy : nullptr;
+  }
+#endif
   if (mode == GradMode::kOverwrite)
     std::memset(weight_.grad, 0, static_cast<std::size_t>(context_ * channels_) * sizeof(float));
   const float* g = dy.data();

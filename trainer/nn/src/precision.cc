@@ -54,8 +54,8 @@ std::string cpu_bf16_problem() {
 
 std::string cpu_bf16_kernel() { return cpu_bf16_problem().empty() ? bf16_kernel() : "none"; }
 
-void set_compute_precision(Precision precision) {
-  if (precision == Precision::kBFloat16) {
+void set_compute_precision(Precision precision, const Device& device) {
+  if (precision == Precision::kBFloat16 && device.is_cpu()) {
     const std::string problem = cpu_bf16_problem();
     MIRROR_CHECK(problem.empty(), kInvalidArgument, "bfloat16 compute is not available: " << problem);
   }

@@ -1,27 +1,14 @@
 // cnn_kernels.cu — cnn_kernels_cuda.h: BatchNorm2d's and global average pooling's CUDA kernels.
 #include "cnn_kernels_cuda.h"
-#include "cuda_check.h"
+#include "launch_cuda.h"
 
 namespace mirror::nn::detail::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-// Sum of the block's values in a fixed tree order (deterministic); the result is valid in thread 0.
+// Sum of the block's values in a fixed tree order (deterministic; launch_cuda.h).
 __device__ double block_sum(double v) {
   __shared__ double part[kThreads];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kThreads / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  return part[0];
+  return block_reduce(v, part, Sum{});
 }
 
 // One block per channel (blockIdx.x), the block's threads stride over the channel's n·area values.
@@ -46,10 +33,6 @@ __global__ void bn_channel_sums_kernel(BnSum what, const float* x, const float* 
   const double total = block_sum(acc);
   if (threadIdx.x == 0) out[c] = total;
 }
-
-#define MIRROR_GRID_LOOP(i, n) \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 __global__ void bn_normalise_kernel(const float* x, const float* hi, const float* lo, const float* scale,
                                     const float* shift, std::int64_t total, std::int64_t channels, std::int64_t area,
@@ -82,8 +65,6 @@ __global__ void gap_forward_kernel(const float* x, std::int64_t area, float* y) 
 __global__ void gap_backward_kernel(const float* dy, std::int64_t total, std::int64_t area, float* dx) {
   MIRROR_GRID_LOOP(i, total) { dx[i] = dy[i / area] / static_cast<float>(area); }
 }
-
-void check_launch() { MIRROR_CHECK_CUDA(cudaGetLastError()); }
 
 }  // namespace
 

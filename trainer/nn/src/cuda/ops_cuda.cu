@@ -6,23 +6,10 @@
 
 #include "../backend.h"
 #include "../dropout_hash.h"
-#include "cuda_check.h"
+#include "launch_cuda.h"
 
 namespace mirror::nn::detail::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-void check_launch() { MIRROR_CHECK_CUDA(cudaGetLastError()); }
-
-#define MIRROR_GRID_LOOP(i, n) \
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 __global__ void add_row_bias_kernel(float* y, const float* bias, std::int64_t rows, std::int64_t cols) {
   MIRROR_GRID_LOOP(i, rows * cols) { y[i] += bias[i % cols]; }

@@ -54,6 +54,7 @@ class CausalSelfAttention final : public Layer {
   // with a decode cache (generation) attends in float32.
   Tensor qkv16_;
   bool bf16_forward_ = false;
+  Tensor probs_, dprobs_;  // CUDA: each head's T×T probabilities from forward, and backward's scratch
 };
 
 }  // namespace mirror::nn

@@ -38,6 +38,12 @@ class Embedding final : public Layer {
   ParamBinding weight_;
   const Tensor* ids_ = nullptr;
   Tensor y_;
+  // CUDA: the backward's plan, made in forward (embedding.cc): positions sorted by token, where each token's run
+  // starts, and the distinct tokens, in one int32 device tensor.
+  const Tensor& forward_cuda(const Tensor& x);
+  void backward_cuda(const Tensor& dy, GradMode mode);
+  Tensor backward_plan_;
+  std::int64_t distinct_tokens_ = 0;
 };
 
 }  // namespace mirror::nn

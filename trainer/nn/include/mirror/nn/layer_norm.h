@@ -37,6 +37,7 @@ class LayerNorm final : public Layer {
   ParamBinding weight_, bias_;
   std::vector<float> mean_, rstd_;  // per row of the last forward
   Tensor xhat_, y_, dx_;
+  Tensor row_stats_;  // CUDA: [2, rows], each row's mean then rstd (the CPU keeps mean_ and rstd_)
 };
 
 }  // namespace mirror::nn

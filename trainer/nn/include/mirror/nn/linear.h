@@ -14,7 +14,7 @@ namespace mirror::nn {
 struct LayerArgs;
 namespace detail {
 class CpuLinearForward;  // src/linear_cpu_matmul.h
-class CpuLinearBf16;     // src/linear_cpu_bf16.h
+class LinearBf16;        // src/linear_bf16.h
 }
 
 class Linear final : public Layer {
@@ -57,7 +57,7 @@ class Linear final : public Layer {
   const Tensor* x_ = nullptr;  // input of the last forward
   Tensor y_, dx_;
   std::unique_ptr<detail::CpuLinearForward> cpu_forward_;  // the CPU's forward product, where it is a matmul
-  std::unique_ptr<detail::CpuLinearBf16> cpu_bf16_;        // the CPU's bfloat16 products (precision.h), made on use
+  std::unique_ptr<detail::LinearBf16> bf16_;               // the bfloat16 products (precision.h), made on use
   bool bf16_forward_ = false;                              // the last forward computed in bfloat16
 };
 

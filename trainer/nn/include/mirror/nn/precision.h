@@ -4,8 +4,9 @@
 // attention's products and the convolutions round their operands to bfloat16 and accumulate and write float32;
 // everything else (normalisation statistics, softmax, the loss, the optimizer, the parameters) stays float32.
 // Layers read the setting at every forward and backward. On the CPU the bfloat16 products are oneDNN's, which
-// has kernels for them from avx512_core up (AVX-512-BF16 and AMX natively); below that oneDNN 2.6 has only
-// reference code, and bfloat16 is refused there.
+// has kernels for them from avx512_core up (AVX-512-BF16 and AMX natively); below that oneDNN 2.6 has none, and
+// bfloat16 is refused there. On CUDA the linear layers' products are cuBLAS's (bf16_products.h); attention and
+// the convolutions stay float32 there.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "mirror/nn/device.h"
 #include "mirror/nn/tensor.h"
 
 namespace mirror::nn {
@@ -25,9 +27,9 @@ const char* to_string(Precision precision);
 inline const std::vector<std::pair<std::string, Precision>> kPrecisionNames{{"fp32", Precision::kFloat32},
                                                                             {"bf16", Precision::kBFloat16}};
 
-// Sets the process's compute precision. kBFloat16 throws kInvalidArgument with cpu_bf16_problem() when the CPU's
-// oneDNN has no bfloat16 product kernels.
-void set_compute_precision(Precision precision);
+// Sets the process's compute precision for layers on `device`. kBFloat16 on the CPU throws kInvalidArgument with
+// cpu_bf16_problem() when the CPU's oneDNN has no bfloat16 product kernels (CUDA: cuBLAS has them on every GPU).
+void set_compute_precision(Precision precision, const Device& device = Device{});
 Precision compute_precision();
 inline bool computes_bf16() { return compute_precision() == Precision::kBFloat16; }
 

@@ -1,0 +1,134 @@
+// test_lm_cuda.cc — the language-model layers on CUDA against the same layers on the CPU (an independent
+// implementation: oneDNN sgemm, blocked online-softmax attention, double statistics): a tiny GPT's logits, loss and
+// every parameter gradient (token and position embeddings, LayerNorm, attention over 70 positions, GELU, the tied
+// head), element layers alone (LayerNorm, GELU), the embedding's backward repeating bit for bit (no atomics), and
+// the bfloat16 linear layers (cuBLAS) against float32 on the CPU within bfloat16's tolerance.
+// Every case GTEST_SKIPs when no CUDA GPU is visible (always in a CPU-only build).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mirror/nn/device.h"
+#include "mirror/nn/loss.h"
+#include "mirror/nn/model.h"
+#include "mirror/nn/model_build.h"
+#include "mirror/nn/model_description.h"
+#include "mirror/nn/precision.h"
+#include "reference.h"
+
+namespace mirror::nn {
+namespace {
+
+using testing::random_vector;
+
+class CudaLm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU visible";
+    gpu_ = resolve_device("cuda", 0);
+  }
+  Device gpu_;
+  Device cpu_;
+};
+
+// max |a − b| / max |b|.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+constexpr const char* kTinyGpt = R"({"layers": [
+  {"type": "embedding", "name": "wte", "vocab": "classes", "channels": 32},
+  {"type": "position_embedding", "name": "wpe", "context": 80},
+  {"type": "layernorm", "name": "ln1"},
+  {"type": "causal_self_attention", "name": "attn", "heads": 2},
+  {"type": "add", "name": "add1", "inputs": ["wpe", "attn"]},
+  {"type": "layernorm", "name": "ln2"},
+  {"type": "linear", "name": "fc", "out_features": 128},
+  {"type": "gelu", "name": "gelu"},
+  {"type": "linear", "name": "proj", "out_features": 32},
+  {"type": "add", "name": "add2", "inputs": ["add1", "proj"]},
+  {"type": "layernorm", "name": "ln_f"},
+  {"type": "linear", "name": "head", "out_features": "classes", "bias": false, "tied_to": "wte"}]})";
+
+struct Step {
+  double loss = 0.0;
+  std::vector<float> logits, grads;
+};
+
+Step gpt_step(const Device& device, const std::vector<std::int32_t>& ids, const std::vector<std::int32_t>& targets,
+              std::int64_t n, std::int64_t t, std::int64_t vocab) {
+  auto model = build_model(ModelDescription::parse(kTinyGpt, "tiny"), {t}, vocab, device);
+  model->init_parameters(17);
+  Tensor x({n, t}, device, DType::kInt32), y({n, t}, Device{}, DType::kInt32);
+  x.copy_from_host(std::span<const std::int32_t>(ids));
+  y.copy_from_host(std::span<const std::int32_t>(targets));
+  SoftmaxCrossEntropy loss(device);
+  Tensor dlogits;
+  Step s;
+  const Tensor& logits = model->forward(x);
+  s.loss = loss.forward_backward(logits, y, dlogits).mean_loss();
+  s.logits = logits.to_host();
+  model->backward(dlogits);
+  s.grads = model->grads_to_host();
+  return s;
+}
+
+TEST_F(CudaLm, TinyGptStepMatchesCpu) {
+  const std::int64_t n = 3, t = 70, vocab = 61;
+  std::vector<std::int32_t> ids(n * t), targets(n * t);
+  for (std::int64_t i = 0; i < n * t; ++i) {
+    ids[i] = static_cast<std::int32_t>((i * 13 + 5) % 17);  // few tokens, each many times: the embedding's sums
+    targets[i] = static_cast<std::int32_t>((i * 7 + 3) % vocab);
+  }
+  const Step cpu = gpt_step(cpu_, ids, targets, n, t, vocab), gpu = gpt_step(gpu_, ids, targets, n, t, vocab);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * cpu.loss);
+  EXPECT_LT(relative_difference(gpu.logits, cpu.logits), 1e-5);
+  EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 1e-4);
+  const Step again = gpt_step(gpu_, ids, targets, n, t, vocab);
+  EXPECT_EQ(again.grads, gpu.grads) << "a CUDA step does not repeat bit for bit";
+}
+
+TEST_F(CudaLm, Bfloat16LinearLayersAreCloseToFloat32OnTheCpu) {
+  const std::int64_t n = 2, t = 64, vocab = 61;
+  std::vector<std::int32_t> ids(n * t), targets(n * t);
+  for (std::int64_t i = 0; i < n * t; ++i) {
+    ids[i] = static_cast<std::int32_t>((i * 11 + 1) % vocab);
+    targets[i] = static_cast<std::int32_t>((i * 5 + 2) % vocab);
+  }
+  const Step cpu = gpt_step(cpu_, ids, targets, n, t, vocab);
+  set_compute_precision(Precision::kBFloat16, gpu_);
+  const Step gpu = gpt_step(gpu_, ids, targets, n, t, vocab);
+  set_compute_precision(Precision::kFloat32);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-2 * cpu.loss);
+  EXPECT_NE(gpu.loss, cpu.loss) << "bfloat16 gave float32's exact loss: it did not run";
+  EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 3e-2);
+}
+
+TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {
+  const char* description = R"({"layers": [{"type": "layernorm"}, {"type": "gelu"}, {"type": "layernorm"},
+                                          {"type": "flatten"}, {"type": "linear", "out_features": "classes"}]})";
+  const std::vector<float> x = random_vector(4 * 9 * 40, 3, -3.0f, 3.0f);
+  std::vector<std::vector<float>> logits, grads;
+  for (const Device& device : {cpu_, gpu_}) {
+    auto model = build_model(ModelDescription::parse(description, "m"), {1, 9, 40}, 5, device);
+    model->init_parameters(2);
+    Tensor input({4, 1, 9, 40}, device);
+    input.copy_from_host(x);
+    const Tensor& y = model->forward(input);
+    logits.push_back(y.to_host());
+    Tensor dy(y.shape(), device);
+    dy.copy_from_host(random_vector(static_cast<std::size_t>(y.numel()), 4));
+    model->backward(dy);
+    grads.push_back(model->grads_to_host());
+  }
+  EXPECT_LT(relative_difference(logits[1], logits[0]), 1e-5);
+  EXPECT_LT(relative_difference(grads[1], grads[0]), 1e-5);
+}
+
+}  // namespace
+}  // namespace mirror::nn

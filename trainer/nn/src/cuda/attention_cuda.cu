@@ -1,0 +1,85 @@
+// attention_cuda.cu — attention_cuda.h: the batched products through cuBLAS (row-major expressed column-major, as
+// ops_cuda.cu's gemm), the causal softmax and its backward as one block per row.
+#include <cmath>
+#include <cstdint>
+
+#include "attention_cuda.h"
+#include "launch_cuda.h"
+
+namespace mirror::nn::detail::cuda {
+namespace {
+
+cublasOperation_t op(bool transpose) { return transpose ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// Row-major C_b[m, n] = alpha · op(A_b)[m, k] · op(B_b)[k, n] + beta · C_b for b < batch, A_b = A + b·stride_a etc.
+void gemm_batched(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                  std::int64_t lda, std::int64_t stride_a, const float* b, std::int64_t ldb, std::int64_t stride_b,
+                  float beta, float* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
+  MIRROR_CHECK_CUBLAS(cublasSgemmStridedBatched(
+      cublas_handle(), op(tb), op(ta), static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+      static_cast<int>(ldb), stride_b, a, static_cast<int>(lda), stride_a, &beta, c, static_cast<int>(ldc), stride_c,
+      static_cast<int>(batch)));
+}
+
+// Row i of each T×T matrix (blockIdx.x = matrix · T + i): P = softmax over j <= i of the scores, 0 above.
+__global__ void causal_softmax_kernel(float* scores, std::int64_t positions) {
+  __shared__ float shared[kThreads];
+  const std::int64_t row = blockIdx.x, i = row % positions;
+  float* s = scores + row * positions;
+  float m = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j <= i; j += blockDim.x) m = fmaxf(m, s[j]);
+  m = block_reduce(m, shared, Max{});
+  float sum = 0.0f;
+  for (std::int64_t j = threadIdx.x; j <= i; j += blockDim.x) sum += expf(s[j] - m);
+  sum = block_reduce(sum, shared, Sum{});
+  const float inv = 1.0f / sum;
+  for (std::int64_t j = threadIdx.x; j < positions; j += blockDim.x) s[j] = j <= i ? expf(s[j] - m) * inv : 0.0f;
+}
+
+// dS = P ∘ (dP − Σ_j P ∘ dP), in place of dP.
+__global__ void softmax_backward_kernel(const float* probs, float* dprobs, std::int64_t positions) {
+  __shared__ float shared[kThreads];
+  const std::int64_t row = blockIdx.x;
+  const float* p = probs + row * positions;
+  float* dp = dprobs + row * positions;
+  float dot = 0.0f;
+  for (std::int64_t j = threadIdx.x; j < positions; j += blockDim.x) dot += p[j] * dp[j];
+  dot = block_reduce(dot, shared, Sum{});
+  for (std::int64_t j = threadIdx.x; j < positions; j += blockDim.x) dp[j] = p[j] * (dp[j] - dot);
+}
+
+}  // namespace
+
+void causal_attention_forward(const AttentionDims& s, const float* qkv, float* probs, float* out) {
+  const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (std::int64_t n = 0; n < s.batch; ++n) {
+    const float* q = qkv + n * T * 3 * C;
+    float* p = probs + n * H * T * T;
+    gemm_batched(false, true, T, T, d, scale, q, 3 * C, d, q + C, 3 * C, d, 0.0f, p, T, T * T, H);  // S = Q·Kᵀ/√d
+    causal_softmax_kernel<<<static_cast<unsigned>(H * T), kThreads>>>(p, T);
+    check_launch();
+    gemm_batched(false, false, T, d, T, 1.0f, p, T, T * T, q + 2 * C, 3 * C, d, 0.0f, out + n * T * C, C, d, H);
+  }
+}
+
+void causal_attention_backward(const AttentionDims& s, const float* qkv, const float* probs, const float* d_out,
+                               float* dprobs, float* dqkv) {
+  const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (std::int64_t n = 0; n < s.batch; ++n) {
+    const float* q = qkv + n * T * 3 * C;
+    const float* p = probs + n * H * T * T;
+    const float* d_o = d_out + n * T * C;
+    float* dp = dprobs + n * H * T * T;
+    float* dq = dqkv + n * T * 3 * C;
+    gemm_batched(false, true, T, T, d, 1.0f, d_o, C, d, q + 2 * C, 3 * C, d, 0.0f, dp, T, T * T, H);  // dP = dO·Vᵀ
+    gemm_batched(true, false, T, d, T, 1.0f, p, T, T * T, d_o, C, d, 0.0f, dq + 2 * C, 3 * C, d, H);  // dV = Pᵀ·dO
+    softmax_backward_kernel<<<static_cast<unsigned>(H * T), kThreads>>>(p, dp, T);
+    check_launch();
+    gemm_batched(false, false, T, d, T, scale, dp, T, T * T, q + C, 3 * C, d, 0.0f, dq, 3 * C, d, H);  // dQ = dS·K/√d
+    gemm_batched(true, false, T, d, T, scale, dp, T, T * T, q, 3 * C, d, 0.0f, dq + C, 3 * C, d, H);  // dK = dSᵀ·Q/√d
+  }
+}
+
+}  // namespace mirror::nn::detail::cuda

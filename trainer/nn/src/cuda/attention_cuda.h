@@ -1,0 +1,24 @@
+// attention_cuda.h (private) — causal self-attention on CUDA (the layout of attention_cpu.h: qkv [N, T, 3C] with
+// head h's q, k, v at columns h·d, C + h·d, 2C + h·d; out [N, T, C]). Per sample, cuBLAS strided-batched sgemms over
+// the heads (stride d between heads' columns) with the whole T×T matrix of each head: scores q·kᵀ/√d, a causal
+// softmax kernel (one block per row, a fixed reduction tree), P·V; backward dP = dO·Vᵀ, dV = Pᵀ·dO,
+// dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = dS·K/√d, dK = dSᵀ·Q/√d. The probabilities P [N, heads, T, T] are kept from
+// forward for backward (memory O(T²) per head, unlike the CPU kernel's blocks). All on the legacy default stream.
+#pragma once
+
+#include <cstdint>
+
+namespace mirror::nn::detail::cuda {
+
+struct AttentionDims {
+  std::int64_t batch = 0, positions = 0, channels = 0, heads = 1;
+  std::int64_t head_size() const { return channels / heads; }
+};
+
+// out from qkv; probs [N, heads, T, T] (device) receives P.
+void causal_attention_forward(const AttentionDims& s, const float* qkv, float* probs, float* out);
+// dqkv [N, T, 3C] (overwritten) from d_out [N, T, C], the forward's qkv and probs; dprobs [N, heads, T, T] is scratch.
+void causal_attention_backward(const AttentionDims& s, const float* qkv, const float* probs, const float* d_out,
+                               float* dprobs, float* dqkv);
+
+}  // namespace mirror::nn::detail::cuda
