@@ -11,10 +11,14 @@
 #include "mirror/nn/precision.h"
 #if MIRROR_HAVE_CUDA
 #include "cuda/attention_cuda.h"
+#include "mirror/nn/half_cast.h"
 #endif
 
 namespace mirror::nn {
 namespace {
+
+// A bfloat16 tensor's elements as their 16 bits (the CUDA kernels' type).
+[[maybe_unused]] std::uint16_t* bits(Tensor& t) { return reinterpret_cast<std::uint16_t*>(t.as<BFloat16>()); }
 
 std::int64_t checked_channels(std::int64_t channels, std::int64_t heads) {
   MIRROR_CHECK(channels >= 1 && heads >= 1 && channels % heads == 0, kInvalidArgument,
@@ -30,7 +34,9 @@ CausalSelfAttention::CausalSelfAttention(std::int64_t channels, std::int64_t hea
     : channels_(checked_channels(channels, heads)), heads_(heads), device_(device),
       qkv_(channels, 3 * channels, device, true, true), proj_(channels, channels, device, true, true),
       attended_({0}, device), lse_({0}, device), d_attended_({0}, device), d_qkv_({0}, device),
-      qkv16_({0}, device, DType::kBFloat16), probs_({0}, device), dprobs_({0}, device) {
+      qkv16_({0}, device, DType::kBFloat16), probs_({0}, device), dprobs_({0}, device),
+      probs16_({0}, device, DType::kBFloat16), dprobs16_({0}, device, DType::kBFloat16),
+      d_attended16_({0}, device, DType::kBFloat16) {
   MIRROR_CHECK(init_std > 0.0 && proj_init_std > 0.0, kInvalidArgument,
                "causal_self_attention: \"init_std\" and \"proj_init_std\" must be > 0, got " << init_std << " and "
                                                                                             << proj_init_std);
@@ -87,9 +93,8 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x) {
   attended_.resize(x.shape());
 #if MIRROR_HAVE_CUDA
   if (device_.is_cuda()) {
-    probs_.resize({x.dim(0), heads_, x.dim(1), x.dim(1)});
-    detail::cuda::causal_attention_forward({x.dim(0), x.dim(1), channels_, heads_}, qkv.data(), probs_.data(),
-                                           attended_.data());
+    bf16_forward_ = computes_bf16();
+    attend_cuda(qkv);
     return proj_.forward(attended_);
   }
 #endif
@@ -131,9 +136,7 @@ const Tensor* CausalSelfAttention::backward(const Tensor& dy, GradMode mode, boo
   d_qkv_.resize({shape[0], shape[1], 3 * channels_});
 #if MIRROR_HAVE_CUDA
   if (device_.is_cuda()) {
-    dprobs_.resize(probs_.shape());
-    detail::cuda::causal_attention_backward({shape[0], shape[1], channels_, heads_}, qkv_out_->data(), probs_.data(),
-                                            d_attended->data(), dprobs_.data(), d_qkv_.data());
+    attend_backward_cuda(*d_attended);
     return qkv_.backward(d_qkv_, mode, need_dx, grad_ready);
   }
 #endif
@@ -146,5 +149,37 @@ const Tensor* CausalSelfAttention::backward(const Tensor& dy, GradMode mode, boo
                                       d_qkv_.data());
   return qkv_.backward(d_qkv_, mode, need_dx, grad_ready);
 }
+
+#if MIRROR_HAVE_CUDA
+// CUDA (attention_cuda.h): whole T×T probabilities per head, in float32 or with bfloat16 operands.
+void CausalSelfAttention::attend_cuda(const Tensor& qkv) {
+  const std::int64_t n = qkv.dim(0), t = qkv.dim(1);
+  probs_.resize({n, heads_, t, t});
+  const detail::cuda::AttentionDims dims{n, t, channels_, heads_};
+  if (!bf16_forward_) {
+    detail::cuda::causal_attention_forward(dims, qkv.data(), probs_.data(), attended_.data());
+    return;
+  }
+  qkv16_.resize(qkv.shape());
+  probs16_.resize(probs_.shape());
+  narrow_to_16bit(device_, qkv.data(), bits(qkv16_), static_cast<std::size_t>(qkv.numel()), false, 1.0f);
+  detail::cuda::causal_attention_forward_bf16(dims, bits(qkv16_), probs_.data(), bits(probs16_), attended_.data());
+}
+
+void CausalSelfAttention::attend_backward_cuda(const Tensor& d_attended) {
+  const Shape& shape = attended_.shape();
+  const detail::cuda::AttentionDims dims{shape[0], shape[1], channels_, heads_};
+  dprobs_.resize(probs_.shape());
+  if (!bf16_forward_) {
+    detail::cuda::causal_attention_backward(dims, qkv_out_->data(), probs_.data(), d_attended.data(), dprobs_.data(),
+                                            d_qkv_.data());
+    return;
+  }
+  d_attended16_.resize(shape);
+  dprobs16_.resize(probs_.shape());
+  detail::cuda::causal_attention_backward_bf16(dims, bits(qkv16_), probs_.data(), bits(probs16_), d_attended.data(),
+                                               bits(d_attended16_), dprobs_.data(), bits(dprobs16_), d_qkv_.data());
+}
+#endif
 
 }  // namespace mirror::nn

@@ -1,5 +1,6 @@
 // attention_cuda.cu — attention_cuda.h: the batched products through cuBLAS (row-major expressed column-major, as
-// ops_cuda.cu's gemm), the causal softmax and its backward as one block per row.
+// ops_cuda.cu's gemm; in float32 or with bfloat16 operands), the causal softmax and its backward as one block per
+// row.
 #include <cmath>
 #include <cstdint>
 
@@ -48,9 +49,24 @@ __global__ void softmax_backward_kernel(const float* probs, float* dprobs, std::
   for (std::int64_t j = threadIdx.x; j < positions; j += blockDim.x) dp[j] = p[j] * (dp[j] - dot);
 }
 
+// The same with bfloat16 A and B (float32 C and accumulation).
+void gemm_batched_bf16(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                       const std::uint16_t* a, std::int64_t lda, std::int64_t stride_a, const std::uint16_t* b,
+                       std::int64_t ldb, std::int64_t stride_b, float beta, float* c, std::int64_t ldc,
+                       std::int64_t stride_c, std::int64_t batch) {
+  MIRROR_CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+      cublas_handle(), op(tb), op(ta), static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b,
+      CUDA_R_16BF, static_cast<int>(ldb), stride_b, a, CUDA_R_16BF, static_cast<int>(lda), stride_a, &beta, c,
+      CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 }  // namespace
 
+// half_cast_cuda.cu's rounding kernel (to nearest even).
+void narrow_to_16bit(const float* in, std::uint16_t* out, std::size_t n, bool half, float scale);
+
 void causal_attention_forward(const AttentionDims& s, const float* qkv, float* probs, float* out) {
+  if (s.batch == 0 || s.positions == 0) return;
   const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (std::int64_t n = 0; n < s.batch; ++n) {
@@ -65,6 +81,7 @@ void causal_attention_forward(const AttentionDims& s, const float* qkv, float* p
 
 void causal_attention_backward(const AttentionDims& s, const float* qkv, const float* probs, const float* d_out,
                                float* dprobs, float* dqkv) {
+  if (s.batch == 0 || s.positions == 0) return;
   const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (std::int64_t n = 0; n < s.batch; ++n) {
@@ -79,6 +96,48 @@ void causal_attention_backward(const AttentionDims& s, const float* qkv, const f
     check_launch();
     gemm_batched(false, false, T, d, T, scale, dp, T, T * T, q + C, 3 * C, d, 0.0f, dq, 3 * C, d, H);  // dQ = dS·K/√d
     gemm_batched(true, false, T, d, T, scale, dp, T, T * T, q, 3 * C, d, 0.0f, dq + C, 3 * C, d, H);  // dK = dSᵀ·Q/√d
+  }
+}
+
+void causal_attention_forward_bf16(const AttentionDims& s, const std::uint16_t* qkv16, float* probs,
+                                   std::uint16_t* probs16, float* out) {
+  if (s.batch == 0 || s.positions == 0) return;
+  const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (std::int64_t n = 0; n < s.batch; ++n) {
+    const std::uint16_t* q = qkv16 + n * T * 3 * C;
+    float* p = probs + n * H * T * T;
+    std::uint16_t* p16 = probs16 + n * H * T * T;
+    gemm_batched_bf16(false, true, T, T, d, scale, q, 3 * C, d, q + C, 3 * C, d, 0.0f, p, T, T * T, H);
+    causal_softmax_kernel<<<static_cast<unsigned>(H * T), kThreads>>>(p, T);
+    check_launch();
+    narrow_to_16bit(p, p16, static_cast<std::size_t>(H * T * T), false, 1.0f);
+    gemm_batched_bf16(false, false, T, d, T, 1.0f, p16, T, T * T, q + 2 * C, 3 * C, d, 0.0f, out + n * T * C, C, d, H);
+  }
+}
+
+void causal_attention_backward_bf16(const AttentionDims& s, const std::uint16_t* qkv16, const float* probs,
+                                    const std::uint16_t* probs16, const float* d_out, std::uint16_t* d_out16,
+                                    float* dprobs, std::uint16_t* dprobs16, float* dqkv) {
+  if (s.batch == 0 || s.positions == 0) return;
+  const std::int64_t T = s.positions, C = s.channels, H = s.heads, d = s.head_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  narrow_to_16bit(d_out, d_out16, static_cast<std::size_t>(s.batch * T * C), false, 1.0f);
+  for (std::int64_t n = 0; n < s.batch; ++n) {
+    const std::uint16_t* q = qkv16 + n * T * 3 * C;
+    const float* p = probs + n * H * T * T;
+    const std::uint16_t* p16 = probs16 + n * H * T * T;
+    const std::uint16_t* d_o = d_out16 + n * T * C;
+    float* dp = dprobs + n * H * T * T;
+    std::uint16_t* dp16 = dprobs16 + n * H * T * T;
+    float* dq = dqkv + n * T * 3 * C;
+    gemm_batched_bf16(false, true, T, T, d, 1.0f, d_o, C, d, q + 2 * C, 3 * C, d, 0.0f, dp, T, T * T, H);
+    gemm_batched_bf16(true, false, T, d, T, 1.0f, p16, T, T * T, d_o, C, d, 0.0f, dq + 2 * C, 3 * C, d, H);
+    softmax_backward_kernel<<<static_cast<unsigned>(H * T), kThreads>>>(p, dp, T);
+    check_launch();
+    narrow_to_16bit(dp, dp16, static_cast<std::size_t>(H * T * T), false, 1.0f);
+    gemm_batched_bf16(false, false, T, d, T, scale, dp16, T, T * T, q + C, 3 * C, d, 0.0f, dq, 3 * C, d, H);
+    gemm_batched_bf16(true, false, T, d, T, scale, dp16, T, T * T, q, 3 * C, d, 0.0f, dq + C, 3 * C, d, H);
   }
 }
 

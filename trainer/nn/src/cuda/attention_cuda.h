@@ -21,4 +21,14 @@ void causal_attention_forward(const AttentionDims& s, const float* qkv, float* p
 void causal_attention_backward(const AttentionDims& s, const float* qkv, const float* probs, const float* d_out,
                                float* dprobs, float* dqkv);
 
+// The same with bfloat16 operands and float32 accumulation (precision.h; cublasGemmStridedBatchedEx on tensor
+// cores): qkv16 is qkv rounded by the caller; P and dS are rounded here into probs16 / dprobs16 ([N, heads, T, T]
+// bfloat16 scratch) before the products that take them, d_out into d_out16 ([N, T, C]). Softmax and its backward
+// stay float32.
+void causal_attention_forward_bf16(const AttentionDims& s, const std::uint16_t* qkv16, float* probs,
+                                   std::uint16_t* probs16, float* out);
+void causal_attention_backward_bf16(const AttentionDims& s, const std::uint16_t* qkv16, const float* probs,
+                                    const std::uint16_t* probs16, const float* d_out, std::uint16_t* d_out16,
+                                    float* dprobs, std::uint16_t* dprobs16, float* dqkv);
+
 }  // namespace mirror::nn::detail::cuda

@@ -43,6 +43,8 @@ class CausalSelfAttention final : public Layer {
   // The attention of forward with a decode cache: the new keys and values into this layer's slot, then every
   // new position attends over the slot (the blocked kernel when the slot starts afresh).
   void attend_cached(const Tensor& qkv);
+  void attend_cuda(const Tensor& qkv);                  // CUDA forward (causal_self_attention.cc)
+  void attend_backward_cuda(const Tensor& d_attended);  // CUDA backward into d_qkv_
 
   std::int64_t channels_, heads_;
   Device device_;
@@ -55,6 +57,7 @@ class CausalSelfAttention final : public Layer {
   Tensor qkv16_;
   bool bf16_forward_ = false;
   Tensor probs_, dprobs_;  // CUDA: each head's T×T probabilities from forward, and backward's scratch
+  Tensor probs16_, dprobs16_, d_attended16_;  // CUDA with bfloat16 compute: the rounded operands
 };
 
 }  // namespace mirror::nn

@@ -5,8 +5,8 @@
 // everything else (normalisation statistics, softmax, the loss, the optimizer, the parameters) stays float32.
 // Layers read the setting at every forward and backward. On the CPU the bfloat16 products are oneDNN's, which
 // has kernels for them from avx512_core up (AVX-512-BF16 and AMX natively); below that oneDNN 2.6 has none, and
-// bfloat16 is refused there. On CUDA the linear layers' products are cuBLAS's (bf16_products.h); attention and
-// the convolutions stay float32 there.
+// bfloat16 is refused there. On CUDA the linear layers' and attention's products are cuBLAS's (bf16_products.h,
+// cuda/attention_cuda.h); the convolutions stay float32 there.
 #pragma once
 
 #include <cstdint>
