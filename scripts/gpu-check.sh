@@ -178,7 +178,8 @@ else
           model="${spec%%:*}"; batch="${spec##*:}"
           if mpirun -np 1 "${mpiflags[@]}" "$build/trainer/tools/trainer" --data "$build/lm-text.h5" --device cuda \
                --model "$model" --batch-size "$batch" --train-steps 30 --precision "$precision" --optimizer adamw \
-               --eval-every 0 --progress off --metrics "$logs/lm.jsonl" >"$logs/lm-$model-$precision.log" 2>&1; then
+               --eval-every 0 --progress off --metrics "$logs/lm.jsonl" --checkpoint-dir "$logs/ck-$model-$precision" \
+               >"$logs/lm-$model-$precision.log" 2>&1; then
             # (6 x parameters + 6 x layers x context x channels) FLOP per token, as scripts/bench_lm.sh counts them.
             python3 - "$logs/lm.jsonl" "$model" "$precision" "$build/trainer/tools/trainer" <<'PY' | sed 's/^/   /'
 import json, subprocess, sys
@@ -196,6 +197,14 @@ PY
           fi
         done
       done
+      echo "== mirror-generate --device cuda (gpt-mini's checkpoint, key/value cache on the GPU), 200 tokens, greedy"
+      start=$(date +%s.%N)
+      if "$build/trainer/tools/mirror-generate" --checkpoint "$logs/ck-gpt-mini-fp32" --prompt "The " --device cuda \
+           --max-new-tokens 200 --temperature 0 >"$logs/generate.out" 2>"$logs/generate.err"; then
+        echo "   ok in $(python3 -c "print(round($(date +%s.%N) - $start, 2))") s: $(head -c 80 "$logs/generate.out" | tr '\n' ' ')"
+      else
+        echo "   mirror-generate FAILED: $(tail -3 "$logs/generate.err")"; rc=1
+      fi
     fi
   fi
 fi

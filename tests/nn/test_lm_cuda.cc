@@ -2,12 +2,14 @@
 // implementation: oneDNN sgemm, blocked online-softmax attention, double statistics): a tiny GPT's logits, loss and
 // every parameter gradient (token and position embeddings, LayerNorm, attention over 70 positions, GELU, the tied
 // head), element layers alone (LayerNorm, GELU), the embedding's backward repeating bit for bit (no atomics), and
-// the bfloat16 linear layers (cuBLAS) against float32 on the CPU within bfloat16's tolerance.
+// the bfloat16 linear layers (cuBLAS) against float32 on the CPU within bfloat16's tolerance, and decoding with a
+// key/value cache in GPU memory (a prefill, then a token at a time) against the CPU's full forward.
 // Every case GTEST_SKIPs when no CUDA GPU is visible (always in a CPU-only build).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "mirror/nn/decode_cache.h"
 #include "mirror/nn/device.h"
 #include "mirror/nn/loss.h"
 #include "mirror/nn/model.h"
@@ -107,6 +109,38 @@ TEST_F(CudaLm, Bfloat16LinearLayersAreCloseToFloat32OnTheCpu) {
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-2 * cpu.loss);
   EXPECT_NE(gpu.loss, cpu.loss) << "bfloat16 gave float32's exact loss: it did not run";
   EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 3e-2);
+}
+
+TEST_F(CudaLm, DecodingWithACacheOnTheGpuMatchesTheCpusFullForward) {
+  const std::int64_t n = 2, t = 40, vocab = 61;
+  std::vector<std::int32_t> ids(n * t);
+  for (std::int64_t i = 0; i < n * t; ++i) ids[i] = static_cast<std::int32_t>((i * 17 + 3) % vocab);
+  auto cpu = build_model(ModelDescription::parse(kTinyGpt, "tiny"), {t}, vocab, cpu_);
+  auto gpu = build_model(ModelDescription::parse(kTinyGpt, "tiny"), {t}, vocab, gpu_);
+  cpu->init_parameters(23);
+  gpu->init_parameters(23);
+  Tensor x({n, t}, cpu_, DType::kInt32);
+  x.copy_from_host(std::span<const std::int32_t>(ids));
+  const std::vector<float> want = cpu->forward(x).to_host();  // [n, t, vocab]
+  DecodeCache cache(80, gpu_);
+  // A prefill of 25 positions, then one position at a time.
+  for (std::int64_t offset = 0; offset < t;) {
+    const std::int64_t count = offset == 0 ? 25 : 1;
+    std::vector<std::int32_t> part;
+    for (std::int64_t s = 0; s < n; ++s) part.insert(part.end(), ids.begin() + s * t + offset, ids.begin() + s * t + offset + count);
+    Tensor chunk({n, count}, gpu_, DType::kInt32);
+    chunk.copy_from_host(std::span<const std::int32_t>(part));
+    ForwardContext context;
+    context.cache = &cache;
+    context.position_offset = offset;
+    const std::vector<float> got = gpu->forward(chunk, context).to_host();
+    for (std::int64_t s = 0; s < n; ++s)
+      for (std::int64_t i = 0; i < count; ++i)
+        for (std::int64_t v = 0; v < vocab; ++v)
+          ASSERT_NEAR(got[(s * count + i) * vocab + v], want[(s * t + offset + i) * vocab + v], 1e-4)
+              << "sample " << s << " position " << offset + i << " token " << v;
+    offset += count;
+  }
 }
 
 TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {

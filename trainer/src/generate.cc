@@ -31,7 +31,7 @@ void check_prompt(std::span<const std::int32_t> prompt, std::int64_t vocab) {
 
 Generator::Generator(nn::Model& model, std::span<const std::int32_t> prompt, const GenerateOptions& options)
     : model_(model), window_(token_window(model)), vocab_(model.num_classes()),
-      drawn_vocab_(options.token_limit > 0 ? std::min(options.token_limit, vocab_) : vocab_), cache_(window_),
+      drawn_vocab_(options.token_limit > 0 ? std::min(options.token_limit, vocab_) : vocab_), cache_(window_, model.device()),
       sampler_(options.sampling, options.seed), tokens_(prompt.begin(), prompt.end()),
       ids_({1, 1}, model.device(), nn::DType::kInt32), last_logits_(static_cast<std::size_t>(vocab_)) {
   check_prompt(prompt, vocab_);

@@ -1,7 +1,7 @@
 // mirror_generate.cc — `mirror-generate`: text from a language model's checkpoint (mirror/train/generate.h).
 // Writes exactly the prompt and its continuation of --max-new-tokens tokens to stdout, each token as soon as it
-// is drawn, then a newline; the checkpoint, model, step and seed go to stderr. One process on the CPU (no MPI;
-// the CUDA kernels come later). Exit codes (docs/training.md#exit-codes): 2 for a bad command line, 3 for a
+// is drawn, then a newline; the checkpoint, model, step and seed go to stderr. One process (no MPI), on the CPU or
+// with --device cuda on a GPU (its key/value cache in GPU memory). Exit codes (docs/training.md#exit-codes): 2 for a bad command line, 3 for a
 // checkpoint or prompt refused before generating (not a language model, a token outside its vocabulary), 1 for a
 // failure while generating.
 #include <CLI/CLI.hpp>
@@ -32,6 +32,7 @@ struct GenerateCommand {
   std::string checkpoint, prompt;
   bool best = false;  // --best: DIR/best.h5 instead of the newest checkpoint
   int blas_threads = 1;
+  nn::DeviceRequest device = nn::DeviceRequest::kCpu;
   nn::Precision precision = nn::Precision::kFloat32;
   train::GenerateOptions generate;
 };
@@ -80,6 +81,10 @@ void add_flags(CLI::App& app, GenerateCommand& c) {
       ->check(open_closed_unit_interval())->capture_default_str();
   app.add_option("--seed", g.seed, "seed of the draws: the same seed gives the same text")
       ->check(cli::non_negative_integer())->capture_default_str();
+  app.add_option("--device", c.device, "cpu (default), cuda or auto (CUDA when a GPU is visible)")
+      ->transform(cli::enum_choice<nn::DeviceRequest>(
+          {{"cpu", nn::DeviceRequest::kCpu}, {"cuda", nn::DeviceRequest::kCuda}, {"auto", nn::DeviceRequest::kAuto}}))
+      ->default_str("cpu");
   cli::add_choice(app, "--precision", c.precision, nn::kPrecisionNames,
                   "fp32 (default) or bf16: the linear layers with bfloat16 operands, as trainer --precision (attention "
                   "over the key/value cache stays float32)");
@@ -123,8 +128,8 @@ Loaded load(const GenerateCommand& c) {
   check_language_model(l.path, l.state);
   l.tokenizer = train::checkpoint_tokenizer(l.state);
   l.prompt = prompt_tokens(c.prompt, l.path, l.state, *l.tokenizer);
-  const nn::Device device = nn::resolve_device(nn::DeviceRequest::kCpu, 0, c.blas_threads);
-  nn::set_compute_precision(c.precision);
+  const nn::Device device = nn::resolve_device(c.device, 0, c.blas_threads);
+  nn::set_compute_precision(c.precision, device);
   l.model = train::model_from_checkpoint(l.path, l.state, device);
   l.state.params.clear();
   l.state.optimizer_state.clear();

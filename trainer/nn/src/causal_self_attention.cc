@@ -85,16 +85,17 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x) {
   MIRROR_CHECK(cached || context_ == nullptr || context_->position_offset == 0, kInvalidArgument,
                "causal_self_attention: a forward from position " << context_->position_offset
                                                                    << " needs a decode cache (decode_cache.h)");
-  MIRROR_CHECK(!cached || device_.is_cpu(), kInvalidArgument,
-               "causal_self_attention: decoding with a key/value cache runs on the CPU only in this build");
   const Tensor& qkv = qkv_.forward(x);
   qkv_out_ = &qkv;
   cached_forward_ = cached;
   attended_.resize(x.shape());
 #if MIRROR_HAVE_CUDA
   if (device_.is_cuda()) {
-    bf16_forward_ = computes_bf16();
-    attend_cuda(qkv);
+    bf16_forward_ = !cached && computes_bf16();
+    if (cached)
+      attend_cached(qkv);
+    else
+      attend_cuda(qkv);
     return proj_.forward(attended_);
   }
 #endif
@@ -116,7 +117,19 @@ const Tensor& CausalSelfAttention::forward(const Tensor& x) {
 void CausalSelfAttention::attend_cached(const Tensor& qkv) {
   const std::int64_t n = qkv.dim(0), t = qkv.dim(1), offset = context_->position_offset;
   DecodeCache::Slot& slot = context_->cache->extend(this, n, channels_, offset, t);
+  MIRROR_CHECK(slot.keys.device() == device_, kInvalidArgument,
+               "causal_self_attention on " << to_string(device_) << " got a decode cache on "
+                                           << to_string(slot.keys.device()) << " (DecodeCache's device)");
   const detail::DecodeAttentionShape s{n, t, offset, context_->cache->capacity(), channels_, heads_};
+#if MIRROR_HAVE_CUDA
+  if (device_.is_cuda()) {  // every forward through the cached kernel, the first (offset 0) too
+    detail::cuda::append_keys_values(qkv.data(), n, t, offset, s.capacity, channels_, slot.keys.data(),
+                                     slot.values.data());
+    detail::cuda::cached_attention_forward({n, t, channels_, heads_}, offset, s.capacity, qkv.data(), slot.keys.data(),
+                                           slot.values.data(), attended_.data());
+    return;
+  }
+#endif
   detail::append_keys_values(s, qkv.data(), slot.keys.data(), slot.values.data());
   if (offset == 0)  // nothing cached before: the new positions attend among themselves, as without a cache
     detail::causal_attention_forward({n, t, channels_, heads_}, qkv.data(), attended_.data(), lse_.data());

@@ -5,7 +5,7 @@
 
 namespace mirror::nn {
 
-DecodeCache::DecodeCache(std::int64_t capacity) : capacity_(capacity) {
+DecodeCache::DecodeCache(std::int64_t capacity, Device device) : capacity_(capacity), device_(device) {
   MIRROR_CHECK(capacity >= 1, kInvalidArgument, "a decode cache needs a capacity of >= 1 positions, got " << capacity);
 }
 
@@ -17,13 +17,17 @@ DecodeCache::Slot& DecodeCache::extend(const void* owner, std::int64_t batch, st
   MIRROR_CHECK(offset + count <= capacity_, kInvalidArgument,
                "decode cache: positions [" << offset << ", " << offset + count << ") go past the model's context of "
                                            << capacity_ << " positions; crop the sequence and start again from 0");
-  Slot& slot = slots_[owner];
+  auto [it, added] = slots_.try_emplace(owner);
+  Slot& slot = it->second;
+  if (added) {
+    slot.keys = Tensor({0}, device_);
+    slot.values = Tensor({0}, device_);
+  }
   if (offset == 0) {
-    const auto size = static_cast<std::size_t>(batch * capacity_ * channels);
     slot.batch = batch;
     slot.channels = channels;
-    slot.keys.resize(size);
-    slot.values.resize(size);
+    slot.keys.resize({batch, capacity_, channels});
+    slot.values.resize({batch, capacity_, channels});
   } else {
     MIRROR_CHECK(offset <= slot.length, kInvalidArgument,
                  "decode cache: a forward from position " << offset << " but only positions [0, " << slot.length

@@ -60,7 +60,65 @@ void gemm_batched_bf16(bool ta, bool tb, std::int64_t m, std::int64_t n, std::in
       CUDA_R_32F, static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// One block per (sample n, new position i, head h): scores over the cached rows j <= offset + i into shared memory
+// (dynamic, capacity floats), their softmax, then each of the head's d outputs as a sum over j.
+__global__ void cached_attention_kernel(const float* qkv, const float* keys, const float* values, std::int64_t positions,
+                                        std::int64_t offset, std::int64_t capacity, std::int64_t channels,
+                                        std::int64_t heads, float scale, float* out) {
+  extern __shared__ float scores[];
+  __shared__ float shared[kThreads];
+  const std::int64_t h = blockIdx.x % heads, i = (blockIdx.x / heads) % positions, n = blockIdx.x / (heads * positions);
+  const std::int64_t d = channels / heads, length = offset + i + 1;
+  const float* q = qkv + (n * positions + i) * 3 * channels + h * d;
+  const float* k = keys + n * capacity * channels + h * d;
+  const float* v = values + n * capacity * channels + h * d;
+  float m = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    float dot = 0.0f;
+    for (std::int64_t c = 0; c < d; ++c) dot += q[c] * k[j * channels + c];
+    scores[j] = dot * scale;
+    m = fmaxf(m, scores[j]);
+  }
+  m = block_reduce(m, shared, Max{});
+  float sum = 0.0f;
+  for (std::int64_t j = threadIdx.x; j < length; j += blockDim.x) {
+    scores[j] = expf(scores[j] - m);
+    sum += scores[j];
+  }
+  sum = block_reduce(sum, shared, Sum{});
+  const float inv = 1.0f / sum;
+  for (std::int64_t c = threadIdx.x; c < d; c += blockDim.x) {
+    float acc = 0.0f;
+    for (std::int64_t j = 0; j < length; ++j) acc += scores[j] * v[j * channels + c];
+    out[(n * positions + i) * channels + h * d + c] = acc * inv;
+  }
+}
+
 }  // namespace
+
+void append_keys_values(const float* qkv, std::int64_t batch, std::int64_t positions, std::int64_t offset,
+                        std::int64_t capacity, std::int64_t channels, float* keys, float* values) {
+  const std::size_t row = static_cast<std::size_t>(channels) * sizeof(float);
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* src = qkv + n * positions * 3 * channels;
+    float* k = keys + (n * capacity + offset) * channels;
+    float* v = values + (n * capacity + offset) * channels;
+    MIRROR_CHECK_CUDA(cudaMemcpy2D(k, row, src + channels, 3 * row, row, static_cast<std::size_t>(positions),
+                                   cudaMemcpyDeviceToDevice));
+    MIRROR_CHECK_CUDA(cudaMemcpy2D(v, row, src + 2 * channels, 3 * row, row, static_cast<std::size_t>(positions),
+                                   cudaMemcpyDeviceToDevice));
+  }
+}
+
+void cached_attention_forward(const AttentionDims& s, std::int64_t offset, std::int64_t capacity, const float* qkv,
+                              const float* keys, const float* values, float* out) {
+  if (s.batch == 0 || s.positions == 0) return;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size()));
+  cached_attention_kernel<<<static_cast<unsigned>(s.batch * s.positions * s.heads), kThreads,
+                            static_cast<std::size_t>(capacity) * sizeof(float)>>>(
+      qkv, keys, values, s.positions, offset, capacity, s.channels, s.heads, scale, out);
+  check_launch();
+}
 
 // half_cast_cuda.cu's rounding kernel (to nearest even).
 void narrow_to_16bit(const float* in, std::uint16_t* out, std::size_t n, bool half, float scale);

@@ -21,6 +21,14 @@ void causal_attention_forward(const AttentionDims& s, const float* qkv, float* p
 void causal_attention_backward(const AttentionDims& s, const float* qkv, const float* probs, const float* d_out,
                                float* dprobs, float* dqkv);
 
+// Incremental decoding (decode_cache.h; the CPU's attention_decode_cpu.h): keys and values [N, capacity, C]
+// each. append: the new positions' keys and values (from qkv [N, T, 3C]) into the cache at [offset, offset + T).
+// cached forward: out[n, i] = softmax over j <= offset + i of q·k_jᵀ/√d, times v_j (one block per (n, i, head)).
+void append_keys_values(const float* qkv, std::int64_t batch, std::int64_t positions, std::int64_t offset,
+                        std::int64_t capacity, std::int64_t channels, float* keys, float* values);
+void cached_attention_forward(const AttentionDims& s, std::int64_t offset, std::int64_t capacity, const float* qkv,
+                              const float* keys, const float* values, float* out);
+
 // The same with bfloat16 operands and float32 accumulation (precision.h; cublasGemmStridedBatchedEx on tensor
 // cores): qkv16 is qkv rounded by the caller; P and dS are rounded here into probs16 / dprobs16 ([N, heads, T, T]
 // bfloat16 scratch) before the products that take them, d_out into d_out16 ([N, T, C]). Softmax and its backward

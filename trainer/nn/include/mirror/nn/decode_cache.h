@@ -12,21 +12,24 @@
 
 #include <cstdint>
 #include <map>
-#include <vector>
+
+#include "mirror/nn/device.h"
+#include "mirror/nn/tensor.h"
 
 namespace mirror::nn {
 
 class DecodeCache {
  public:
-  // The keys and values one attention layer cached: keys and values [batch, capacity, channels] each, the
-  // positions [0, length) of every sequence filled.
+  // The keys and values one attention layer cached: keys and values [batch, capacity, channels] each, in the
+  // cache's device memory, the positions [0, length) of every sequence filled.
   struct Slot {
     std::int64_t batch = 0, channels = 0, length = 0;
-    std::vector<float> keys, values;
+    Tensor keys, values;
   };
 
-  // capacity: the most positions a slot holds (the model's context); kInvalidArgument when < 1.
-  explicit DecodeCache(std::int64_t capacity);
+  // capacity: the most positions a slot holds (the model's context); kInvalidArgument when < 1. device: where the
+  // slots live (the model's device).
+  explicit DecodeCache(std::int64_t capacity, Device device = Device{});
 
   std::int64_t capacity() const { return capacity_; }
 
@@ -41,6 +44,7 @@ class DecodeCache {
 
  private:
   std::int64_t capacity_;
+  Device device_;
   std::map<const void*, Slot> slots_;
 };
 
