@@ -15,14 +15,7 @@ import tempfile
 import h5py
 import numpy as np
 
-MIRROR_DATA = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+from mirror_data_checks import MIRROR_DATA, check, failures  # noqa: E402
 
 
 def shard(path, tokens, magic=20240520, version=1, count=None):

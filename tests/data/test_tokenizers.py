@@ -19,7 +19,6 @@
 import collections
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unicodedata
@@ -27,26 +26,7 @@ import unicodedata
 import h5py
 import numpy as np
 
-MIRROR_DATA = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(args, ok=True, message=None):
-    p = subprocess.run([MIRROR_DATA] + args, capture_output=True, text=True, timeout=120)
-    label = " ".join(args)
-    if ok:
-        check(p.returncode == 0, f"'{label}' should succeed; exit {p.returncode}: {p.stderr.strip()}")
-    else:
-        check(p.returncode > 0, f"'{label}' should fail with a non-zero exit, got {p.returncode}")
-        for part in message or []:
-            check(part in p.stderr, f"'{label}': '{part}' not in the error: {p.stderr.strip()}")
-    return p
+from mirror_data_checks import MIRROR_DATA, check, failures, run  # noqa: E402
 
 
 def train_split(data, f):
