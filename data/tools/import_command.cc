@@ -6,6 +6,7 @@
 #include "mirror/cli_checks.h"
 #include "mirror/data/convert.h"
 #include "mirror/data/llmc.h"
+#include "mirror/error.h"
 
 ImportCommand::ImportCommand(CLI::App& app) {
   mirror::data::ImportOptions& o = options_;
@@ -59,6 +60,12 @@ void ImportCommand::run() {
 // llm.c's token shards: a token dataset (GPT-2 tokens), the splits from the shard names or --test.
 void ImportCommand::run_llmc() {
   namespace data = mirror::data;
+  // A token dataset is one file read per window, so the labelled-sample options have no meaning here.
+  for (const char* flag : {"--shards", "--x", "--y", "--test-x", "--test-y", "--test-fraction", "--layout",
+                           "--x-dtype", "--x-scale", "--num-classes", "--class-names", "--chunk", "--gzip"})
+    MIRROR_CHECK(cmd_->count(flag) == 0, kInvalidArgument,
+                 "mirror-data import: " << flag << " does not apply to llm.c token shards (" << options_.source
+                                        << "): they become one token dataset file, which each rank reads per window");
   const data::LlmcImport plan = data::plan_llmc_import(options_.source, options_.test_source);
   data::write_llmc_dataset(out_, plan);
   std::printf("imported llm.c shards: %lld train tokens from %zu file(s), %lld test tokens from %zu file(s) "

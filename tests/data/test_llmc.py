@@ -4,7 +4,8 @@
 # *_train*.bin and *_val*.bin shards gives a token dataset whose splits are the shards' tokens concatenated in
 # name order (read back with h5py), tokenizer "gpt2", vocabulary 50257; a .bin file with --test works alike.
 # Bad inputs (a wrong magic, another version, a count the file does not hold, a token >= 50257, no val shard)
-# each exit non-zero naming the file, and leave nothing under the output's name.
+# each exit non-zero naming the file, and leave nothing under the output's name; so does --shards, which token
+# datasets (one file each) do not take.
 #
 # Usage: /usr/bin/python3 test_llmc.py MIRROR_DATA   (Debian's python3-numpy, python3-h5py)
 import os
@@ -81,6 +82,11 @@ with tempfile.TemporaryDirectory() as tmp:
     shard(os.path.join(tmp, "noval", "x_train_0.bin"), [1, 2, 3])
     r = run(["import", p("noval"), "--out", p("bad.h5")])
     check(r.returncode != 0 and "needs *_val*.bin files, or give --test FILE" in r.stderr, f"no val shard: {r.stderr}")
+
+    r = run(["import", p("shards"), "--out", p("bad.h5"), "--shards", "2"])
+    check(r.returncode != 0 and "--shards does not apply to llm.c token shards" in r.stderr,
+          f"--shards with llm.c shards: {r.returncode} {r.stderr}")
+    check(not os.path.exists(p("bad.h5")), "--shards with llm.c shards: wrote bad.h5")
 
 if failures:
     print(f"{len(failures)} failure(s)")

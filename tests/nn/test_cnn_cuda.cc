@@ -1,12 +1,16 @@
 // test_cnn_cuda.cc — the CNN layers on CUDA (cuDNN convolution and pooling, Mirror's BatchNorm and global
 // average pooling kernels) against the same layers on the CPU (checked against plain loops and finite
 // differences in test_conv_layers.cc, test_pool_layers.cc, test_batch_norm.cc): forward, input gradient,
-// parameter gradients (overwrite and accumulate) and running statistics, on odd shapes. Every case
+// parameter gradients (overwrite and accumulate) and running statistics, on odd shapes; cuDNN's bfloat16
+// convolutions against float32 on the CPU within bfloat16's tolerance. Every case
 // GTEST_SKIPs when no CUDA GPU is visible (always in a CPU-only build).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "mirror/nn/avg_pool2d.h"
 #include "mirror/nn/batch_norm2d.h"
@@ -14,6 +18,7 @@
 #include "mirror/nn/device.h"
 #include "mirror/nn/global_avg_pool2d.h"
 #include "mirror/nn/max_pool2d.h"
+#include "mirror/nn/precision.h"
 #include "reference.h"
 
 namespace mirror::nn {
@@ -92,6 +97,59 @@ TEST_F(CnnCuda, Conv2dMatchesCpu) {
   for (std::int64_t c : {3, 16}) {  // plain and blocked layouts on the CPU side
     compare([&](Device d) { return std::make_unique<Conv2d>(c, 7, 3, 2, 2, 1, 1, 0, true, d); }, {3, c, 9, 7}, 1e-4);
     compare([&](Device d) { return std::make_unique<Conv2d>(c, 5, 1, 1, 2, 2, 0, 0, false, d); }, {1, c, 6, 5}, 1e-4);
+  }
+}
+
+// y, dx and the parameter gradients (overwrite, then accumulate) of a layer made by `make` on `device`, under
+// `precision`, from the same inputs as every other call.
+std::vector<std::vector<float>> conv_results(const std::function<std::unique_ptr<Layer>(Device)>& make, Device device,
+                                             const Shape& x_shape, Precision precision, std::string* implementation) {
+  set_compute_precision(precision, device);
+  auto layer = make(device);
+  DeviceParams params(*layer, device, 7);
+  params.bind(*layer);
+  Tensor x(x_shape, device);
+  x.copy_from_host(random_vector(shape_numel(x_shape), 3));
+  std::vector<std::vector<float>> results;
+  for (GradMode mode : {GradMode::kOverwrite, GradMode::kAccumulate}) {
+    const Tensor& y = layer->forward(x);
+    results.push_back(y.to_host());
+    Tensor dy(y.shape(), device);
+    dy.copy_from_host(random_vector(y.numel(), 4));
+    results.push_back(layer->backward(dy, mode, true, {})->to_host());
+    for (const Tensor& g : params.grads) results.push_back(g.to_host());
+  }
+  *implementation = static_cast<Conv2d&>(*layer).implementation();
+  set_compute_precision(Precision::kFloat32, device);
+  return results;
+}
+
+// max |a − b| over max |b|.
+double relative_to_max(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// cuDNN's bfloat16 convolutions against float32 on the CPU: within bfloat16's tolerance (1e-2 of the largest
+// value), and not equal (the operands were rounded).
+TEST_F(CnnCuda, Bfloat16ConvolutionsAreCloseToFloat32OnTheCpu) {
+  for (std::int64_t c : {3, 16}) {
+    const auto make = [&](Device d) { return std::make_unique<Conv2d>(c, 8, 3, 3, 1, 1, 1, 1, true, d); };
+    std::string cpu_kernel, gpu_kernel;
+    const auto want = conv_results(make, cpu_, {4, c, 9, 7}, Precision::kFloat32, &cpu_kernel);
+    const auto got = conv_results(make, gpu_, {4, c, 9, 7}, Precision::kBFloat16, &gpu_kernel);
+    EXPECT_EQ(gpu_kernel, "cudnn (bf16 operands)");
+    ASSERT_EQ(got.size(), want.size());
+    bool differs = false;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_LT(relative_to_max(got[i], want[i]), 1e-2) << "result " << i << " with " << c << " input channels";
+      differs = differs || got[i] != want[i];
+    }
+    EXPECT_TRUE(differs) << "bfloat16 convolutions gave float32's results exactly";
   }
 }
 

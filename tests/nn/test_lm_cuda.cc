@@ -3,7 +3,8 @@
 // every parameter gradient (token and position embeddings, LayerNorm, attention over 70 positions, GELU, the tied
 // head), element layers alone (LayerNorm, GELU), the embedding's backward repeating bit for bit (no atomics), and
 // the bfloat16 linear layers (cuBLAS) against float32 on the CPU within bfloat16's tolerance, and decoding with a
-// key/value cache in GPU memory (a prefill, then a token at a time) against the CPU's full forward.
+// key/value cache in GPU memory (a prefill, then a token at a time) against the CPU's full forward, and the fused
+// classifier over GPT-2's vocabulary.
 // Every case GTEST_SKIPs when no CUDA GPU is visible (always in a CPU-only build).
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "mirror/nn/model.h"
 #include "mirror/nn/model_build.h"
 #include "mirror/nn/model_description.h"
+#include "mirror/nn/ops.h"
 #include "mirror/nn/precision.h"
 #include "reference.h"
 
@@ -146,12 +148,13 @@ TEST_F(CudaLm, DecodingWithACacheOnTheGpuMatchesTheCpusFullForward) {
 TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {
   const char* description = R"({"layers": [{"type": "layernorm"}, {"type": "gelu"}, {"type": "layernorm"},
                                           {"type": "flatten"}, {"type": "linear", "out_features": "classes"}]})";
-  const std::vector<float> x = random_vector(4 * 9 * 40, 3, -3.0f, 3.0f);
+  // 4 × 50 rows: LayerNorm's parameter sums over several chunks of rows, the last one partial.
+  const std::vector<float> x = random_vector(4 * 50 * 40, 3, -3.0f, 3.0f);
   std::vector<std::vector<float>> logits, grads;
   for (const Device& device : {cpu_, gpu_}) {
-    auto model = build_model(ModelDescription::parse(description, "m"), {1, 9, 40}, 5, device);
+    auto model = build_model(ModelDescription::parse(description, "m"), {1, 50, 40}, 5, device);
     model->init_parameters(2);
-    Tensor input({4, 1, 9, 40}, device);
+    Tensor input({4, 1, 50, 40}, device);
     input.copy_from_host(x);
     const Tensor& y = model->forward(input);
     logits.push_back(y.to_host());
@@ -162,6 +165,40 @@ TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {
   }
   EXPECT_LT(relative_difference(logits[1], logits[0]), 1e-5);
   EXPECT_LT(relative_difference(grads[1], grads[0]), 1e-5);
+}
+
+// The fused classifier (classifier_cuda.cu) over GPT-2's vocabulary, against the CPU's loop: the loss, the
+// arg-max (a row of tied maxima names its first), the gradient, and the gradient written over the logits.
+TEST_F(CudaLm, FusedClassifierOverAWideVocabularyMatchesCpu) {
+  const std::int64_t rows = 37, cols = 50257;
+  std::vector<float> z = random_vector(static_cast<std::size_t>(rows * cols), 8, -6.0f, 6.0f);
+  for (std::int64_t c : {std::int64_t{300}, std::int64_t{700}, cols - 1}) z[5 * cols + c] = 9.0f;
+  std::vector<std::int32_t> labels(rows);
+  for (std::int64_t r = 0; r < rows; ++r) labels[r] = static_cast<std::int32_t>((r * 7919) % cols);
+  labels[5] = 700;  // not the first of the row's tied maxima: not correct
+  labels[6] = 0;
+  z[6 * cols] = 12.0f;  // the label is the arg-max: correct
+  Tensor cz({rows, cols}, cpu_), gz({rows, cols}, gpu_);
+  cz.copy_from_host(z);
+  gz.copy_from_host(z);
+  SoftmaxCrossEntropy cpu_loss(cpu_), gpu_loss(gpu_);
+  Tensor cd, gd;
+  const LossStats want = cpu_loss.forward_backward(cz, labels, cd, 100);
+  const LossStats got = gpu_loss.forward_backward(gz, labels, gd, 100);
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(want.correct, 1);
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * want.loss_sum);
+  const std::vector<float> want_d = cd.to_host();
+  EXPECT_LT(relative_difference(gd.to_host(), want_d), 1e-5);
+
+  // In place: the gradient over the logits, equal bit for bit to the separate one.
+  DeviceBuffer labels_on_gpu(gpu_, labels.size() * sizeof(std::int32_t)), loss(gpu_, rows * sizeof(float)),
+      correct(gpu_, rows * sizeof(std::int32_t));
+  copy_host_to_device(gpu_, labels_on_gpu.data(), labels.data(), labels.size() * sizeof(std::int32_t));
+  ops::softmax_cross_entropy(gpu_, gz.data(), static_cast<const std::int32_t*>(labels_on_gpu.data()), rows, cols,
+                             1.0f / 100, gz.data(), static_cast<float*>(loss.data()),
+                             static_cast<std::int32_t*>(correct.data()));
+  EXPECT_EQ(gz.to_host(), gd.to_host());
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // differences of that forward (in double), accumulation and the order in which it reports its gradients; both
 // as model-file types; Linear per position of [T, C] samples against plain loops; Embedding of int32 ids, and a
 // tiny language model (embedding, layernorm, gelu, a head tied to the embedding) whose per-token loss gradients
-// match central finite differences.
+// match central finite differences; the built-in GPTs' parameter counts and GPT-2 initialisation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "mirror/nn/layer_norm.h"
 #include "mirror/nn/linear.h"
 #include "mirror/nn/model_build.h"
+#include "mirror/nn/model_description.h"
 #include "reference.h"
 
 namespace mirror::nn {
@@ -224,6 +225,47 @@ TEST(Embedding, ATinyLanguageModelWithATiedHead) {
     params[i] = saved;
     model->params_from_host(params);
     EXPECT_NEAR(grads[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "parameter " << i;
+  }
+}
+
+// The built-in GPTs: parameter counts against the formula V·C + T·C + L·(12C² + 13C) + 2C (a tied head counted
+// once) and gpt2-small against GPT-2 124M's published 124,439,808; GPT-2's initialisation on gpt-mini (L 6):
+// weights N(0, 0.02), the two residual projections N(0, 0.02/√(2L)), biases 0, LayerNorm 1 and 0.
+TEST(BuiltinGpt, ParameterCountsAndGpt2Initialisation) {
+  struct Size { const char* name; std::int64_t layers, channels, context, vocab; };
+  for (const Size& m : {Size{"gpt-nano", 4, 128, 64, 256}, Size{"gpt-mini", 6, 384, 256, 256},
+                        Size{"gpt2-small", 12, 768, 1024, 50257}}) {
+    const std::int64_t C = m.channels;
+    const std::int64_t want = m.vocab * C + m.context * C + m.layers * (12 * C * C + 13 * C) + 2 * C;
+    EXPECT_EQ(build_graph(builtin_model(m.name), {m.context}, m.vocab, Device{}).num_parameters(), want) << m.name;
+  }
+  EXPECT_EQ(build_graph(builtin_model("gpt2-small"), {1024}, 50257, Device{}).num_parameters(), 124439808);
+
+  auto model = build_model(builtin_model("gpt-mini"), {256}, 256, Device{});
+  model->init_parameters(4);
+  const std::vector<float> values = model->params_to_host();
+  const double residual_std = 0.02 / std::sqrt(2.0 * 6);
+  for (const ParamInfo& p : model->parameters()) {
+    double sum = 0.0, squares = 0.0;
+    for (std::int64_t i = 0; i < p.numel; ++i) {
+      sum += values[p.offset + i];
+      squares += static_cast<double>(values[p.offset + i]) * values[p.offset + i];
+    }
+    const double mean = sum / p.numel, std = std::sqrt(squares / p.numel - mean * mean);
+    const auto ends = [&](const std::string& tail) {
+      return p.name.size() >= tail.size() && p.name.compare(p.name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    const bool layernorm = p.name.rfind("ln_f.", 0) == 0 || p.name.find("_ln") != std::string::npos;
+    if (layernorm && ends(".weight")) {
+      EXPECT_TRUE(mean == 1.0 && std == 0.0) << p.name << ": LayerNorm's scale starts at 1";
+    } else if (ends(".bias")) {
+      EXPECT_TRUE(mean == 0.0 && std == 0.0) << p.name << ": biases start at 0";
+    } else {
+      const bool residual = ends("_attn.proj.weight") || ends("_proj.weight");  // attention's, the MLP's
+      const double expected = residual ? residual_std : 0.02;
+      EXPECT_NEAR(std, expected, 0.03 * expected) << p.name;
+      EXPECT_NEAR(mean, 0.0, 0.05 * expected) << p.name;
+    }
   }
 }
 

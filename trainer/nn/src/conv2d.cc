@@ -68,7 +68,7 @@ void Conv2d::init_parameter(std::size_t local_index, std::span<float> values, st
 }
 
 detail::Conv2dKernels& Conv2d::kernels_for(const Tensor& x, const Shape& y_shape) {
-  const bool bf16 = device_.is_cpu() && computes_bf16();
+  const bool bf16 = computes_bf16();
   if (kernels_ && kernels_shape_ == x.shape() && kernels_layout_ == x.layout() &&
       kernels_blocked_output_ == blocked_output_ && kernels_bf16_ == bf16)
     return *kernels_;

@@ -35,7 +35,7 @@ struct Conv2dProblem {
   Device device;
   Layout x_layout = Layout::kNchw;  // of x (and dx)
   bool blocked_output = false;      // y may be given in a blocked layout (the next layer takes it)
-  bool bf16 = false;                // bfloat16 operands (precision.h; the CPU only)
+  bool bf16 = false;                // bfloat16 operands (precision.h)
 };
 
 std::unique_ptr<Conv2dKernels> make_conv2d_cpu(const Conv2dProblem& problem);

@@ -2,17 +2,24 @@
 // TF32, so results stay within float rounding of the CPU's), algorithms from cuDNN's heuristics restricted to
 // deterministic ones (so that resumed and restarted runs repeat bit for bit), bias by cudnnAddTensor, the
 // weight and bias gradients with beta = 1 when accumulating.
+//
+// Under bfloat16 compute (precision.h) the three convolutions take bfloat16 operands (x, w and dy rounded to
+// nearest even) on tensor cores with float32 accumulation: cuDNN's BFLOAT16 configuration, whose results are
+// bfloat16 too, so each is widened into the layer's float32 output (PyTorch autocast's convolutions also
+// return bfloat16). The bias and its gradient stay float32.
 #include <vector>
 
+#include "../bf16_products.h"
 #include "../conv2d_kernels.h"
 #include "cudnn_util.h"
+#include "mirror/nn/half_cast.h"
 
 namespace mirror::nn::detail {
 namespace {
 
 using cuda::TensorDesc;
 
-// The first algorithm in cuDNN's heuristic order that works, is deterministic and uses FMA math.
+// The first algorithm in cuDNN's heuristic order that works and is deterministic.
 template <typename Perf>
 auto pick(const std::vector<Perf>& perf, int returned, const char* what) {
   for (int i = 0; i < returned; ++i)
@@ -20,23 +27,39 @@ auto pick(const std::vector<Perf>& perf, int returned, const char* what) {
   MIRROR_THROW(kCuda, "cuDNN offers no deterministic " << what << " algorithm for this convolution");
 }
 
+cudnnDataType_t operand_type(bool bf16) { return bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
+
+std::int64_t count(const Shape& s) { return s[0] * s[1] * s[2] * s[3]; }
+
 class CudnnConv2d final : public Conv2dKernels {
  public:
   explicit CudnnConv2d(const Conv2dProblem& p)
-      : x_(p.x_shape[0], p.x_shape[1], p.x_shape[2], p.x_shape[3]),
+      : bf16_(p.bf16),
+        device_(p.device),
+        x_(p.x_shape[0], p.x_shape[1], p.x_shape[2], p.x_shape[3]),
         y_(p.y_shape[0], p.y_shape[1], p.y_shape[2], p.y_shape[3]),
+        x_operand_(p.x_shape[0], p.x_shape[1], p.x_shape[2], p.x_shape[3], operand_type(p.bf16)),
+        y_operand_(p.y_shape[0], p.y_shape[1], p.y_shape[2], p.y_shape[3], operand_type(p.bf16)),
         bias_(1, p.geometry.out_channels, 1, 1),
-        workspace_(p.device) {
+        x_count_(count(p.x_shape)),
+        y_count_(count(p.y_shape)),
+        w_count_(p.geometry.out_channels * p.geometry.in_channels * p.geometry.kernel_h * p.geometry.kernel_w),
+        workspace_(p.device),
+        x_bf16_(p.device),
+        w_bf16_(p.device),
+        dy_bf16_(p.device),
+        result_bf16_(p.device, 0),
+        dw_widened_(p.device, 0) {
     const Conv2dGeometry& g = p.geometry;
     MIRROR_CHECK_CUDNN(cudnnCreateFilterDescriptor(&w_));
-    MIRROR_CHECK_CUDNN(cudnnSetFilter4dDescriptor(w_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(g.out_channels),
-                                                  static_cast<int>(g.in_channels), static_cast<int>(g.kernel_h),
-                                                  static_cast<int>(g.kernel_w)));
+    MIRROR_CHECK_CUDNN(cudnnSetFilter4dDescriptor(w_, operand_type(bf16_), CUDNN_TENSOR_NCHW,
+                                                  static_cast<int>(g.out_channels), static_cast<int>(g.in_channels),
+                                                  static_cast<int>(g.kernel_h), static_cast<int>(g.kernel_w)));
     MIRROR_CHECK_CUDNN(cudnnCreateConvolutionDescriptor(&conv_));
     MIRROR_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(conv_, static_cast<int>(g.pad_h), static_cast<int>(g.pad_w),
                                                        static_cast<int>(g.stride_h), static_cast<int>(g.stride_w), 1, 1,
                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    MIRROR_CHECK_CUDNN(cudnnSetConvolutionMathType(conv_, CUDNN_FMA_MATH));
+    MIRROR_CHECK_CUDNN(cudnnSetConvolutionMathType(conv_, bf16_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     choose_algorithms();
   }
   ~CudnnConv2d() override {
@@ -46,55 +69,97 @@ class CudnnConv2d final : public Conv2dKernels {
 
   void forward(const float* x, const float* w, const float* b, float* y) override {
     const float one = 1.0f, zero = 0.0f;
-    MIRROR_CHECK_CUDNN(cudnnConvolutionForward(cuda::cudnn_handle(), &one, x_.get(), x, w_, w, conv_, fwd_algo_,
-                                               workspace_.reserve(fwd_bytes_), fwd_bytes_, &zero, y_.get(), y));
+    MIRROR_CHECK_CUDNN(cudnnConvolutionForward(cuda::cudnn_handle(), &one, x_operand_.get(), operand(x_bf16_, x, x_count_),
+                                               w_, operand(w_bf16_, w, w_count_), conv_, fwd_algo_,
+                                               workspace_.reserve(fwd_bytes_), fwd_bytes_, &zero, y_operand_.get(),
+                                               result(y, y_count_)));
+    widen_result(y, y_count_);
     if (b) MIRROR_CHECK_CUDNN(cudnnAddTensor(cuda::cudnn_handle(), &one, bias_.get(), b, &one, y_.get(), y));
   }
 
   void backward_weights(const float* x, const float* dy, float* dw, float* db, bool accumulate) override {
-    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    if (db) MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardBias(cuda::cudnn_handle(), &one, y_.get(), dy, &beta, bias_.get(), db));
-    MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardFilter(cuda::cudnn_handle(), &one, x_.get(), x, y_.get(), dy, conv_,
-                                                      filter_algo_, workspace_.reserve(filter_bytes_), filter_bytes_,
-                                                      &beta, w_, dw));
+    const float one = 1.0f, beta = accumulate && !bf16_ ? 1.0f : 0.0f;
+    if (db) {
+      const float bias_beta = accumulate ? 1.0f : 0.0f;
+      MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardBias(cuda::cudnn_handle(), &one, y_.get(), dy, &bias_beta, bias_.get(), db));
+    }
+    float* target = bf16_ && accumulate ? widened_dw() : dw;
+    MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardFilter(cuda::cudnn_handle(), &one, x_operand_.get(),
+                                                      operand(x_bf16_, x, x_count_), y_operand_.get(),
+                                                      operand(dy_bf16_, dy, y_count_), conv_, filter_algo_,
+                                                      workspace_.reserve(filter_bytes_), filter_bytes_, &beta, w_,
+                                                      result(target, w_count_)));
+    widen_result(target, w_count_);
+    if (target != dw) ops::axpy(device_, w_count_, 1.0f, target, dw);
   }
 
   void backward_data(const float* dy, const float* w, float* dx) override {
     const float one = 1.0f, zero = 0.0f;
-    MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardData(cuda::cudnn_handle(), &one, w_, w, y_.get(), dy, conv_, data_algo_,
-                                                    workspace_.reserve(data_bytes_), data_bytes_, &zero, x_.get(), dx));
+    MIRROR_CHECK_CUDNN(cudnnConvolutionBackwardData(cuda::cudnn_handle(), &one, w_, operand(w_bf16_, w, w_count_),
+                                                    y_operand_.get(), operand(dy_bf16_, dy, y_count_), conv_,
+                                                    data_algo_, workspace_.reserve(data_bytes_), data_bytes_, &zero,
+                                                    x_operand_.get(), result(dx, x_count_)));
+    widen_result(dx, x_count_);
   }
 
+  std::string implementation() const override { return bf16_ ? "cudnn (bf16 operands)" : std::string(); }
+
  private:
+  // The operand cuDNN reads: the float32 values, or their bfloat16 rounding.
+  const void* operand(BFloat16Copy& copy, const float* values, std::int64_t n) const {
+    return bf16_ ? static_cast<const void*>(copy.round(values, n)) : values;
+  }
+  // Where cuDNN writes a result of n values: the float32 destination, or a bfloat16 buffer widened afterwards.
+  void* result(float* destination, std::int64_t n) {
+    if (!bf16_) return destination;
+    result_bf16_.reserve(static_cast<std::size_t>(n) * sizeof(BFloat16));
+    return result_bf16_.data();
+  }
+  void widen_result(float* destination, std::int64_t n) {
+    if (bf16_)
+      widen_from_16bit(device_, static_cast<const std::uint16_t*>(result_bf16_.data()), destination,
+                       static_cast<std::size_t>(n), /*half=*/false, 1.0f);
+  }
+  float* widened_dw() {
+    dw_widened_.reserve(static_cast<std::size_t>(w_count_) * sizeof(float));
+    return static_cast<float*>(dw_widened_.data());
+  }
+
   void choose_algorithms() {
     cudnnHandle_t h = cuda::cudnn_handle();
     int n = 0;
     {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-      MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x_.get(), w_, conv_, y_.get(),
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x_operand_.get(), w_, conv_, y_operand_.get(),
                                                                 static_cast<int>(perf.size()), &n, perf.data()));
       fwd_algo_ = pick(perf, n, "forward");
-      MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(h, x_.get(), w_, conv_, y_.get(), fwd_algo_, &fwd_bytes_));
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(h, x_operand_.get(), w_, conv_, y_operand_.get(),
+                                                                 fwd_algo_, &fwd_bytes_));
     }
     {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, y_.get(), conv_, x_.get(),
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, y_operand_.get(), conv_, x_operand_.get(),
                                                                      static_cast<int>(perf.size()), &n, perf.data()));
       data_algo_ = pick(perf, n, "backward data");
-      MIRROR_CHECK_CUDNN(
-          cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, y_.get(), conv_, x_.get(), data_algo_, &data_bytes_));
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, y_operand_.get(), conv_, x_operand_.get(),
+                                                                      data_algo_, &data_bytes_));
     }
     {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_.get(), y_.get(), conv_, w_,
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_operand_.get(), y_operand_.get(), conv_, w_,
                                                                        static_cast<int>(perf.size()), &n, perf.data()));
       filter_algo_ = pick(perf, n, "backward filter");
-      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_.get(), y_.get(), conv_, w_, filter_algo_,
-                                                                        &filter_bytes_));
+      MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_operand_.get(), y_operand_.get(), conv_,
+                                                                        w_, filter_algo_, &filter_bytes_));
     }
   }
 
-  TensorDesc x_, y_, bias_;
+  bool bf16_;
+  Device device_;
+  TensorDesc x_, y_;                  // float32: the bias and its gradient
+  TensorDesc x_operand_, y_operand_;  // the convolutions' operands and results (bfloat16 under bf16 compute)
+  TensorDesc bias_;
+  std::int64_t x_count_, y_count_, w_count_;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t fwd_algo_{};
@@ -102,6 +167,8 @@ class CudnnConv2d final : public Conv2dKernels {
   cudnnConvolutionBwdFilterAlgo_t filter_algo_{};
   std::size_t fwd_bytes_ = 0, data_bytes_ = 0, filter_bytes_ = 0;
   cuda::Workspace workspace_;
+  BFloat16Copy x_bf16_, w_bf16_, dy_bf16_;
+  DeviceBuffer result_bf16_, dw_widened_;
 };
 
 }  // namespace

@@ -22,10 +22,11 @@ namespace mirror::nn::detail::cuda {
 // Created on first use for the current device and kept for the life of the process.
 cudnnHandle_t cudnn_handle();
 
-// NCHW float32 tensor descriptor [n, c, h, w].
+// NCHW tensor descriptor [n, c, h, w], float32 unless told otherwise.
 class TensorDesc {
  public:
-  TensorDesc(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w);
+  TensorDesc(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+             cudnnDataType_t type = CUDNN_DATA_FLOAT);
   ~TensorDesc();
   TensorDesc(const TensorDesc&) = delete;
   TensorDesc& operator=(const TensorDesc&) = delete;

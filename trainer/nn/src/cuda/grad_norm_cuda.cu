@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "launch_cuda.h"
+#include "scratch_cuda.h"
 
 namespace mirror::nn::detail::cuda {
 namespace {
@@ -25,16 +26,11 @@ double sum_of_squares(const float* x, std::int64_t n) {
   if (n <= 0) return 0.0;
   const std::int64_t wanted = (n + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < kMaxBlocks ? wanted : kMaxBlocks);
-  double* partial = nullptr;
-  MIRROR_CHECK_CUDA(cudaMalloc(&partial, static_cast<std::size_t>(blocks) * sizeof(double)));
+  auto* partial = static_cast<double*>(scratch(Scratch::kGradNorm, static_cast<std::size_t>(blocks) * sizeof(double)));
   sum_of_squares_kernel<<<blocks, kThreads>>>(x, n, partial);
-  const cudaError_t launched = cudaGetLastError();
+  check_launch();
   std::vector<double> host(static_cast<std::size_t>(blocks));
-  const cudaError_t copied =
-      cudaMemcpy(host.data(), partial, host.size() * sizeof(double), cudaMemcpyDeviceToHost);  // waits for the kernel
-  cudaFree(partial);
-  MIRROR_CHECK_CUDA(launched);
-  MIRROR_CHECK_CUDA(copied);
+  MIRROR_CHECK_CUDA(cudaMemcpy(host.data(), partial, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
   double sum = 0.0;
   for (double p : host) sum += p;
   return sum;

@@ -1,15 +1,20 @@
 // lm_kernels.cu — lm_kernels_cuda.h: grid-stride element kernels, one block per row for LayerNorm's statistics
-// (a fixed tree in shared memory, in double), one thread per channel for the parameter sums.
+// (a fixed tree in shared memory, in double), the parameter sums over fixed chunks of rows, then over chunks.
+#include <algorithm>
 #include <cstdint>
 
 #include "launch_cuda.h"
 #include "lm_kernels_cuda.h"
+#include "scratch_cuda.h"
 
 namespace mirror::nn::detail::cuda {
 namespace {
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
+// LayerNorm's parameter sums run in two stages, so that a GPU gets channels × rows/kLayerNormRowsPerChunk threads
+// rather than one per channel; the chunking depends only on the shape, so the sums repeat bit for bit.
+constexpr std::int64_t kLayerNormRowsPerChunk = 64;
 
 __global__ void gelu_forward_kernel(const float* x, float* y, std::int64_t n) {
   MIRROR_GRID_LOOP(i, n) {
@@ -51,13 +56,30 @@ __global__ void layernorm_forward_kernel(const float* x, const float* gamma, con
   }
 }
 
-__global__ void layernorm_parameter_grads_kernel(const float* dy, const float* xhat, std::int64_t rows,
-                                                 std::int64_t channels, bool accumulate, float* dgamma, float* dbeta) {
-  MIRROR_GRID_LOOP(j, channels) {
+// Stage 1: thread (chunk, j) sums rows [chunk·kLayerNormRowsPerChunk, …) of channel j in double, rows in order.
+__global__ void layernorm_partial_sums_kernel(const float* dy, const float* xhat, std::int64_t rows,
+                                              std::int64_t channels, std::int64_t chunks, double* partial) {
+  MIRROR_GRID_LOOP(i, chunks * channels) {
+    const std::int64_t chunk = i / channels, j = i % channels;
+    const std::int64_t end = rows < (chunk + 1) * kLayerNormRowsPerChunk ? rows : (chunk + 1) * kLayerNormRowsPerChunk;
     double db = 0.0, dg = 0.0;
-    for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t r = chunk * kLayerNormRowsPerChunk; r < end; ++r) {
       db += dy[r * channels + j];
       dg += static_cast<double>(dy[r * channels + j]) * xhat[r * channels + j];
+    }
+    partial[2 * i] = db;
+    partial[2 * i + 1] = dg;
+  }
+}
+
+// Stage 2: thread j adds channel j's chunk sums in chunk order.
+__global__ void layernorm_parameter_grads_kernel(const double* partial, std::int64_t channels, std::int64_t chunks,
+                                                 bool accumulate, float* dgamma, float* dbeta) {
+  MIRROR_GRID_LOOP(j, channels) {
+    double db = 0.0, dg = 0.0;
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+      db += partial[2 * (chunk * channels + j)];
+      dg += partial[2 * (chunk * channels + j) + 1];
     }
     dbeta[j] = static_cast<float>(db + (accumulate ? dbeta[j] : 0.0f));
     dgamma[j] = static_cast<float>(dg + (accumulate ? dgamma[j] : 0.0f));
@@ -140,7 +162,13 @@ void layernorm_forward(const float* x, const float* gamma, const float* beta, st
 
 void layernorm_parameter_grads(const float* dy, const float* xhat, std::int64_t rows, std::int64_t channels,
                                bool accumulate, float* dgamma, float* dbeta) {
-  layernorm_parameter_grads_kernel<<<blocks_for(channels), kThreads>>>(dy, xhat, rows, channels, accumulate, dgamma,
+  if (channels == 0) return;
+  const std::int64_t chunks = std::max<std::int64_t>((rows + kLayerNormRowsPerChunk - 1) / kLayerNormRowsPerChunk, 1);
+  auto* partial = static_cast<double*>(
+      scratch(Scratch::kLayerNormPartials, static_cast<std::size_t>(2 * chunks * channels) * sizeof(double)));
+  layernorm_partial_sums_kernel<<<blocks_for(chunks * channels), kThreads>>>(dy, xhat, rows, channels, chunks, partial);
+  check_launch();
+  layernorm_parameter_grads_kernel<<<blocks_for(channels), kThreads>>>(partial, channels, chunks, accumulate, dgamma,
                                                                        dbeta);
   check_launch();
 }

@@ -16,7 +16,7 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
 // y = x̂ γ + β. mean, rstd: device floats [rows].
 void layernorm_forward(const float* x, const float* gamma, const float* beta, std::int64_t rows,
                        std::int64_t channels, float eps, float* xhat, float* y, float* mean, float* rstd);
-// dβ (+)= Σ_rows dy, dγ (+)= Σ_rows dy·x̂ (one thread per channel, rows in order, in double);
+// dβ (+)= Σ_rows dy, dγ (+)= Σ_rows dy·x̂ (in double: fixed chunks of rows in order, then the chunks in order);
 // accumulate: add to what the gradients hold.
 void layernorm_parameter_grads(const float* dy, const float* xhat, std::int64_t rows, std::int64_t channels,
                                bool accumulate, float* dgamma, float* dbeta);

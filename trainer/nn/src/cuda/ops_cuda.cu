@@ -6,6 +6,7 @@
 
 #include "../backend.h"
 #include "../dropout_hash.h"
+#include "classifier_cuda.h"
 #include "launch_cuda.h"
 
 namespace mirror::nn::detail::cuda {
@@ -31,7 +32,7 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
   MIRROR_GRID_LOOP(i, n) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
 }
 
-// One thread per row: the class count is small (tens), rows are many.
+// One thread per row, for narrow rows (an image model's tens of classes; wide ones: classifier_cuda.cu).
 __global__ void softmax_xent_kernel(const float* logits, const std::int32_t* labels, std::int64_t rows,
                                     std::int64_t cols, float grad_scale, float* dlogits, float* row_loss,
                                     std::int32_t* row_correct) {
@@ -146,6 +147,10 @@ void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
 
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t cols,
                            float grad_scale, float* dlogits, float* row_loss, std::int32_t* row_correct) {
+  if (cols >= kWideClassifierColumns) {
+    softmax_cross_entropy_wide(logits, labels, rows, cols, grad_scale, dlogits, row_loss, row_correct);
+    return;
+  }
   softmax_xent_kernel<<<blocks_for(rows), kThreads>>>(logits, labels, rows, cols, grad_scale, dlogits, row_loss,
                                                       row_correct);
   check_launch();
