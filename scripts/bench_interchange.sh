@@ -28,10 +28,10 @@ evaluate="$build/trainer/tools/mirror-eval"; mirror_data="$build/data/mirror-dat
 for p in "$trainer" "$ckpt" "$evaluate" "$mirror_data"; do
   [ -x "$p" ] || { echo "bench_interchange.sh: no $p; build first" >&2; exit 2; }
 done
+source scripts/machine.sh
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc --all) CPUs, $(cpu_caches)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-source scripts/machine.sh
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(cpu_caches)"
 
 # timed LABEL CMD...: runs CMD under /usr/bin/time -v; prints "LABEL  wall S s  peak RSS M MiB".
 timed() {
@@ -86,7 +86,7 @@ mpirun -np 1 "$trainer" --data data/shakespeare.h5 --model gpt-nano --lr 1e-3 --
   || { cat "$tmp/pre.log" >&2; exit 1; }
 "$ckpt" export "$tmp/pre" --format hf-gpt2 --out "$tmp/hf-nano" >/dev/null
 "$ckpt" import "$tmp/hf-nano" --format hf-gpt2 --out "$tmp/imported.h5" >/dev/null
-loss() { "$evaluate" --checkpoint "$1" --data "$2" | sed -n 's/^loss \([0-9.]*\).*/\1/p'; }
+loss() { "$evaluate" --checkpoint "$1" --data "$2" 2>/dev/null | sed -n 's/^loss \([0-9.]*\).*/\1/p'; }
 tune=(--data "$tmp/licences.h5" --lr 3e-4 --min-lr 3e-5 --warmup-steps 20 --train-steps "$finetune" "${recipe[@]}")
 mpirun -np 1 "$trainer" "${tune[@]}" --init-from "$tmp/imported.h5" --checkpoint-dir "$tmp/tuned" >"$tmp/tuned.log" 2>&1 \
   || { cat "$tmp/tuned.log" >&2; exit 1; }

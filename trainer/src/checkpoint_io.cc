@@ -387,7 +387,7 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   }
 }
 
-CheckpointState read_checkpoint(const std::string& path) {
+CheckpointState read_checkpoint(const std::string& path, CheckpointParts parts) {
   h5::silence_hdf5_errors();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
@@ -441,7 +441,7 @@ CheckpointState read_checkpoint(const std::string& path) {
     MIRROR_THROW(kFormat, path << ": header checksum mismatch; the checkpoint is corrupt");
   s.params = read_tensors(file.get(), "params", path);
   if (version >= 2) s.buffers = read_tensors(file.get(), "buffers", path);
-  s.optimizer_state = read_tensors(file.get(), "optimizer", path);
+  if (parts == CheckpointParts::kAll) s.optimizer_state = read_tensors(file.get(), "optimizer", path);
   if (version >= 5) s.tokenizer_files = read_tokenizer_files(file.get(), path);
   return s;
 }

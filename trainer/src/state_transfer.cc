@@ -181,7 +181,7 @@ void init_from_checkpoint(const std::string& path, nn::Model& model, coll::Commu
   std::exception_ptr failure;
   if (control.rank() == 0) {
     try {
-      const CheckpointState state = read ? *read : read_checkpoint(path);
+      const CheckpointState state = read ? *read : read_checkpoint(path, CheckpointParts::kModel);
       std::string difference = first_difference("parameter", state.params, model.parameters());
       if (difference.empty()) difference = first_difference("buffer", state.buffers, model.buffers());
       MIRROR_CHECK(difference.empty(), kInvalidArgument,

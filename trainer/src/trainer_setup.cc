@@ -116,7 +116,7 @@ void Trainer::take_init_checkpoint() {
   if (out_) *out_ << warnings.str();
   model_label_ = config_.model;
   if (!config_.model.empty()) return;
-  CheckpointState state = read_checkpoint(init_path_);
+  CheckpointState state = read_checkpoint(init_path_, CheckpointParts::kModel);
   config_.model = state.model_description;
   // An imported or fine-tuned checkpoint's --model is its description's JSON: the banner names the file only.
   const bool named = !state.model_spec.empty() && state.model_spec.front() != '{';

@@ -197,7 +197,7 @@ int diff_command(const std::string& file_a, const std::string& file_b, double to
 int export_command(const std::string& checkpoint, const std::string& format, const std::string& out) {
   const ModelFormat f = parse_model_format(format);
   const std::string path = resolve_checkpoint(checkpoint, false, std::cerr);
-  const CheckpointState s = read_checkpoint(path);
+  const CheckpointState s = read_checkpoint(path, CheckpointParts::kModel);
   export_model(s, f, out);
   std::printf("exported %s (step %lld, %zu parameter and %zu buffer tensors) as %s to %s\n", path.c_str(),
               static_cast<long long>(s.step), s.params.size(), s.buffers.size(), format.c_str(), out.c_str());

@@ -77,7 +77,7 @@ int run(const EvalOptions& o, int rank) {
   std::unique_ptr<nn::Model> model_holder;
   train::run_agreed_setup(*control, [&] {
     path = train::resolve_checkpoint(o.checkpoint, o.best, std::cerr);
-    state = train::read_checkpoint(path);
+    state = train::read_checkpoint(path, train::CheckpointParts::kModel);
     dataset_holder.emplace(data::Dataset::open(o.data));
     const nn::Device device = nn::resolve_device(o.device, coll::MpiRuntime::local_rank(), o.blas_threads);
     nn::set_compute_precision(o.precision, device);

@@ -124,7 +124,7 @@ std::vector<std::int32_t> prompt_tokens(const std::string& prompt, const std::st
 Loaded load(const GenerateCommand& c) {
   Loaded l;
   l.path = train::resolve_checkpoint(c.checkpoint, c.best, std::cerr);
-  l.state = train::read_checkpoint(l.path);
+  l.state = train::read_checkpoint(l.path, train::CheckpointParts::kModel);
   check_language_model(l.path, l.state);
   l.tokenizer = train::checkpoint_tokenizer(l.state);
   l.prompt = prompt_tokens(c.prompt, l.path, l.state, *l.tokenizer);
@@ -132,7 +132,6 @@ Loaded load(const GenerateCommand& c) {
   nn::set_compute_precision(c.precision, device);
   l.model = train::model_from_checkpoint(l.path, l.state, device);
   l.state.params.clear();
-  l.state.optimizer_state.clear();
   return l;
 }
 

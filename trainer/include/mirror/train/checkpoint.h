@@ -77,9 +77,14 @@ std::string write_checkpoint(const std::string& dir, const CheckpointState& stat
 // Writes to exactly `path` atomically (temporary beside it, then rename).
 void write_checkpoint_file(const std::string& path, const CheckpointState& state);
 
-// Reads and verifies every checksum; throws mirror::Error(kFormat) naming the file and what is wrong
-// (not a checkpoint, truncated, a tensor whose checksum does not match, ...), kIo if it cannot be opened.
-CheckpointState read_checkpoint(const std::string& path);
+// What read_checkpoint reads: everything, or the model alone (the optimizer state neither read nor verified, and
+// left empty), for the readers that never use it: the tools and --init-from. AdamW's state is twice the
+// parameters, so gpt2-small's export needs half the memory without it.
+enum class CheckpointParts { kAll, kModel };
+
+// Reads and verifies every checksum of what it reads; throws mirror::Error(kFormat) naming the file and what is
+// wrong (not a checkpoint, truncated, a tensor whose checksum does not match, ...), kIo if it cannot be opened.
+CheckpointState read_checkpoint(const std::string& path, CheckpointParts parts = CheckpointParts::kAll);
 
 struct CheckpointEntry {
   std::string path;
