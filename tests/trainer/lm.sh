@@ -3,8 +3,10 @@
 # (odd sizes: 12 channels, 3 heads, context 9, two blocks, head tied to the embedding) trained data-parallel.
 # N ranks x B windows == 1 rank x N*B after 20 steps (AdamW, warmup + cosine over --train-steps, gradient
 # clipping that bites, sharded and unsharded optimizer steps); a run cut by --max-steps and resumed, and one
-# whose rank is killed and restarted by mirrorrun, end bit-identical to the uninterrupted run; the metrics
-# lines; mirror-eval's loss against an independent numpy forward of the checkpoint's tensors; bad inputs.
+# whose rank is killed and restarted by mirrorrun, end bit-identical to the uninterrupted run; the metrics lines
+# (the schedule spanning --train-steps, recorded in the checkpoint); mirror-eval's loss against an independent
+# numpy forward of the checkpoint's tensors; --print-model gpt-nano's file training bit for bit as the built-in;
+# bad inputs.
 source "$(dirname "$0")/../scripts/lib.sh"
 
 word_text_data "$TMP/text.h5" 3
@@ -63,11 +65,18 @@ print(f"ok: clipped step == p0 - lr g min(1, C/|g|) within {worst:.1e}; |g| {nor
 PY
 
 # --- the metrics: one line per evaluation, the last the end of training --------------------------------------
-/usr/bin/python3 - "$TMP/np1.jsonl" <<'PY' || fail "metrics of the 1-rank run"
+/usr/bin/python3 - "$TMP/np1.jsonl" "$TMP/np1/ckpt-00000020.h5" <<'PY' || fail "metrics of the 1-rank run"
 import json, math, sys
+import h5py
 lines = [json.loads(l) for l in open(sys.argv[1])]
 last = lines[-1]
 assert last["step"] == 20, last
+# --train-steps 20: the schedule spans them, so the last step (index 19) runs at cosine progress 15/16 after 4
+# warmup steps, and the checkpoint records the 20.
+want = 0.001 + (0.01 - 0.001) * 0.5 * (1 + math.cos(math.pi * 15 / 16))
+assert abs(last["lr"] - want) < 1e-6 * want, (last["lr"], want)
+with h5py.File(sys.argv[2], "r") as f:
+    assert json.loads(bytes(f["config_json"][()]).decode())["train_steps"] == 20  # a dataset of uint8
 for key in ("train_loss", "test_loss", "test_perplexity", "test_bits_per_byte", "tokens_per_s", "grad_norm"):
     assert isinstance(last.get(key), (int, float)), (key, last)
 assert abs(last["test_perplexity"] - math.exp(last["test_loss"])) < 1e-9 * last["test_perplexity"], last
@@ -200,6 +209,17 @@ grep -q "resumed from $TMP/ft2/ckpt-00000002.h5 at step 2" "$TMP/ft2.log" && ! g
 echo "ok: --resume auto finding the fine-tune's own checkpoint wins over --init-from"
 expect_error nonzero "--init-from .* does not fit this run's model: parameter 1 is 'wte.weight' \[256, 12\] in the checkpoint but 'wte.weight' \[256, 128\]" \
   mpi 1 "$TRAINER" "${ft[@]}" --model gpt-nano
+
+# --- --print-model gpt-nano gives a file that trains exactly as the built-in ------------------------------------------
+"$TRAINER" --print-model gpt-nano >"$TMP/nano.json" || fail "--print-model gpt-nano"
+for m in gpt-nano "$TMP/nano.json"; do
+  mpi 1 "$TRAINER" --data "$TMP/text.h5" --model "$m" --context 8 --train-steps 2 --batch-size 2 --optimizer adamw \
+    --seed 3 --progress off --eval-every 0 --checkpoint-dir "$TMP/pm-$(basename "$m" .json)" >/dev/null \
+    || fail "training $m failed"
+done
+"$MIRROR_CKPT" diff "$TMP/pm-gpt-nano/ckpt-00000002.h5" "$TMP/pm-nano/ckpt-00000002.h5" --tol 0 >/dev/null \
+  || fail "--print-model gpt-nano's file trains otherwise than --model gpt-nano"
+echo "ok: --print-model gpt-nano's file trains bit for bit as --model gpt-nano"
 
 # --- bad input ----------------------------------------------------------------------------------------------------
 expect_error nonzero "--context 10 is longer than the context of model .* \(9 positions" \

@@ -4,6 +4,7 @@
 # --metrics JSONL of the same run: per-epoch scalars equal the metrics (as float32), per-step scalars every
 # K steps, a resumed run's second event file repeats no step, and the timeline has a track per rank with
 # the step's spans inside the window, their sums bracketing the metrics' per-step times.
+# A language model's evaluation lines (perplexity, bits per byte, tokens/s, gradient norm) equal the metrics too.
 # Exit 77 (skipped) only when the package index cannot be reached to install tensorboard.
 source "$(dirname "$0")/../scripts/lib.sh"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -30,6 +31,13 @@ rm -f "$TMP/ck2/ckpt-00000044.h5"   # as if killed after step 44 before its chec
 mpi 2 "$TRAINER" "${common[@]}" --tensorboard "$TMP/tb2" --checkpoint-dir "$TMP/ck2" --checkpoint-every 20 \
   --resume auto --metrics "$TMP/m2.jsonl" >"$TMP/resume.out"
 grep -q "resumed from .*ckpt-00000040.h5" "$TMP/resume.out" || fail "no resume from step 40: $(cat "$TMP/resume.out")"
+
+# A language model: its evaluation lines' scalars (perplexity, bits per byte, tokens/s, the gradient norm).
+word_text_data "$TMP/text.h5" 3
+tiny_gpt "$TMP/tiny.json" 12 3 9 2
+mpi 2 "$TRAINER" --data "$TMP/text.h5" --model "$TMP/tiny.json" --train-steps 10 --eval-every-steps 4 --batch-size 4 \
+  --optimizer adamw --lr 0.01 --grad-clip 1.0 --seed 5 --progress off --metrics "$TMP/lm.jsonl" \
+  --tensorboard "$TMP/tb-lm" >/dev/null || fail "the language model's run failed"
 
 "$python" - "$TMP" <<'PY'
 import json, os, struct, sys
@@ -64,6 +72,15 @@ def check_against_metrics(tb, metrics, what):
           f"train/loss at {len(steps)} steps")
 
 check_against_metrics(scalars(os.path.join(tmp, "tb")), os.path.join(tmp, "m.jsonl"), "one run")
+
+lm = scalars(os.path.join(tmp, "tb-lm"))
+lm_lines = [json.loads(l) for l in open(os.path.join(tmp, "lm.jsonl"))]
+assert [m["step"] for m in lm_lines] == [4, 8, 10], [m["step"] for m in lm_lines]
+for k in ["train_loss", "test_loss", "test_perplexity", "test_bits_per_byte", "tokens_per_s", "grad_norm"]:
+    want = [(m["step"], f32(m[k])) for m in lm_lines if k in m]
+    assert want and lm.get("epoch/" + k) == want, f"language model: epoch/{k} {lm.get('epoch/' + k)} != metrics {want}"
+print(f"ok: a language model's {len(lm_lines)} evaluation lines, perplexity, bits per byte, tokens/s and gradient "
+      "norm included, equal the metrics in TensorBoard")
 files = sorted(f for f in os.listdir(os.path.join(tmp, "tb2")) if "tfevents" in f)
 assert len(files) == 2, files
 check_against_metrics(scalars(os.path.join(tmp, "tb2")), os.path.join(tmp, "m2.jsonl"), "interrupted and resumed")

@@ -2,7 +2,7 @@
 // 9, vocabulary 128, byte tokenizer) saved as the trainer saves one. With --temperature 0 its stdout is exactly
 // the prompt, the continuation that a greedy loop over the model's full forward (no cache; the window padded,
 // which causal attention never sees) computes here, and a newline, also past the context and from a prompt
-// longer than it; sampled text repeats with the same seed and equals the library's generate(); another seed
+// longer than it, and within a checkpoint's shorter training windows (--context); sampled text repeats with the same seed and equals the library's generate(); another seed
 // gives other text; a directory means its newest checkpoint; a token limit (a tokenizer smaller than the
 // vocabulary) bounds every draw. Refused: an image model's checkpoint (exit 3,
 // naming the file and that it is not a language model), a prompt byte outside the vocabulary (3), bad flags (2).
@@ -119,14 +119,16 @@ ToolRun run_generate(const std::vector<std::string>& args) {
   return r;
 }
 
-// Greedy continuation over the FULL forward: each step runs the whole window (the last kContext tokens, padded
-// with token 0 after the real ones) and takes the arg-max of the last real position's logits.
-std::string greedy_reference(nn::Model& model, const std::string& prompt, int new_tokens) {
+// Greedy continuation over the FULL forward: each step runs the whole window (the last `context` tokens, padded
+// with token 0 after the real ones up to the model's kContext) and takes the arg-max of the last real position's
+// logits.
+std::string greedy_reference(nn::Model& model, const std::string& prompt, int new_tokens,
+                             std::size_t context = kContext) {
   std::vector<std::int32_t> tokens;
   for (unsigned char c : prompt) tokens.push_back(c);
   std::string text = prompt;
   for (int k = 0; k < new_tokens; ++k) {
-    const std::size_t length = std::min<std::size_t>(tokens.size(), kContext);
+    const std::size_t length = std::min<std::size_t>(tokens.size(), context);
     std::vector<std::int32_t> window(tokens.end() - static_cast<std::ptrdiff_t>(length), tokens.end());
     window.resize(kContext, 0);
     nn::Tensor x({1, kContext}, nn::Device{}, nn::DType::kInt32);
@@ -175,6 +177,21 @@ TEST_F(GenerateTool, GreedyTextIsThePromptAndTheFullForwardsContinuation) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, greedy_reference(*model_, "ab", 5) + "\n");
   EXPECT_NE(r.err.find("ckpt-00000012.h5"), std::string::npos) << r.err;
+}
+
+// A checkpoint trained on windows shorter than the model's context (trainer --context 5) records them as its
+// sample shape; past them, generation crops to the last 5 tokens, not the position embedding's 9.
+TEST_F(GenerateTool, ACheckpointOfShorterWindowsGeneratesWithinThem) {
+  CheckpointState s = state_of(*model_, "tiny-gpt", "bytes");
+  s.sample_shape = {5};
+  s.input_features = 5;
+  const std::string path = (dir_ / "short.h5").string();
+  write_checkpoint_file(path, s);
+  const std::string prompt = "ROMEO: to be";
+  const ToolRun r = run_generate({"--checkpoint", path, "--prompt", prompt, "--max-new-tokens", "15", "--temperature", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, greedy_reference(*model_, prompt, 15, 5) + "\n");
+  EXPECT_NE(r.out, greedy_reference(*model_, prompt, 15) + "\n") << "the crop to 5 tokens made no difference here";
 }
 
 TEST_F(GenerateTool, TheSameSeedGivesTheSameTextAsTheLibrary) {

@@ -127,6 +127,22 @@ TEST(Safetensors, RefusesMalformedFilesNamingTheTensor) {
   EXPECT_NE(read_error(raw_file(dir, with(entry("x", "F32", "[1]", 0, 4), entry("x", "F32", "[1]", 4, 8)), two))
                 .find("names tensor 'x' more than once"),
             std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, with(entry("x", "F32", "[1]", 0, 4), entry("y", "F32", "[1]", 8, 4)), two))
+                .find("tensor 'y'"),
+            std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, with(entry("x", "F32", "[1]", 0, 4), entry("y", "F32", "[1]", 8, 4)), two))
+                .find("data_offsets [8, 4] end before they begin"),
+            std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, "{" + entry("x", "F32", "[-2]", 0, 8) + "}", two)).find("tensor 'x'"),
+            std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, "{" + entry("x", "F32", "[-2]", 0, 8) + "}", two))
+                .find("holds something other than a size"),
+            std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", two))
+                .find("is not [begin, end] of two byte offsets"),
+            std::string::npos);
+  EXPECT_NE(read_error(raw_file(dir, R"({"x":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", two)).find("'x'"),
+            std::string::npos);
 }
 
 TEST(Safetensors, WriteRefusesDuplicatesAndLeavesNothing) {
