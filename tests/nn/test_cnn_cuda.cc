@@ -20,6 +20,7 @@
 #include "mirror/nn/max_pool2d.h"
 #include "mirror/nn/precision.h"
 #include "reference.h"
+#include "scoped_precision.h"
 
 namespace mirror::nn {
 namespace {
@@ -104,7 +105,7 @@ TEST_F(CnnCuda, Conv2dMatchesCpu) {
 // `precision`, from the same inputs as every other call.
 std::vector<std::vector<float>> conv_results(const std::function<std::unique_ptr<Layer>(Device)>& make, Device device,
                                              const Shape& x_shape, Precision precision, std::string* implementation) {
-  set_compute_precision(precision, device);
+  const testing::ScopedPrecision scoped(precision, device);
   auto layer = make(device);
   DeviceParams params(*layer, device, 7);
   params.bind(*layer);
@@ -120,7 +121,6 @@ std::vector<std::vector<float>> conv_results(const std::function<std::unique_ptr
     for (const Tensor& g : params.grads) results.push_back(g.to_host());
   }
   *implementation = static_cast<Conv2d&>(*layer).implementation();
-  set_compute_precision(Precision::kFloat32, device);
   return results;
 }
 

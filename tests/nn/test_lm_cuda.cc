@@ -19,6 +19,7 @@
 #include "mirror/nn/ops.h"
 #include "mirror/nn/precision.h"
 #include "reference.h"
+#include "scoped_precision.h"
 
 namespace mirror::nn {
 namespace {
@@ -105,9 +106,10 @@ TEST_F(CudaLm, Bfloat16LinearLayersAreCloseToFloat32OnTheCpu) {
     targets[i] = static_cast<std::int32_t>((i * 5 + 2) % vocab);
   }
   const Step cpu = gpt_step(cpu_, ids, targets, n, t, vocab);
-  set_compute_precision(Precision::kBFloat16, gpu_);
-  const Step gpu = gpt_step(gpu_, ids, targets, n, t, vocab);
-  set_compute_precision(Precision::kFloat32);
+  const Step gpu = [&] {
+    const testing::ScopedPrecision bf16(Precision::kBFloat16, gpu_);
+    return gpt_step(gpu_, ids, targets, n, t, vocab);
+  }();
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-2 * cpu.loss);
   EXPECT_NE(gpu.loss, cpu.loss) << "bfloat16 gave float32's exact loss: it did not run";
   EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 3e-2);
@@ -167,15 +169,20 @@ TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {
   EXPECT_LT(relative_difference(grads[1], grads[0]), 1e-5);
 }
 
-// The fused classifier (classifier_cuda.cu) over GPT-2's vocabulary, against the CPU's loop: the loss, the
-// arg-max (a row of tied maxima names its first), the gradient, and the gradient written over the logits.
+// The fused classifier (classifier_cuda.cu) over GPT-2's vocabulary, against the CPU's loop: per row the loss and
+// whether the first arg-max is the label (tied maxima across threads' columns and within one thread's), every
+// gradient element to 1e-5 of itself, and the gradient written over the logits (the loss rows too) bit for bit.
 TEST_F(CudaLm, FusedClassifierOverAWideVocabularyMatchesCpu) {
   const std::int64_t rows = 37, cols = 50257;
   std::vector<float> z = random_vector(static_cast<std::size_t>(rows * cols), 8, -6.0f, 6.0f);
-  for (std::int64_t c : {std::int64_t{300}, std::int64_t{700}, cols - 1}) z[5 * cols + c] = 9.0f;
+  // Row 5: ties at 300 and 556 (the same thread's columns: 556 = 300 + 256), 700 and the last column.
+  for (std::int64_t c : {std::int64_t{300}, std::int64_t{556}, std::int64_t{700}, cols - 1}) z[5 * cols + c] = 9.0f;
   std::vector<std::int32_t> labels(rows);
   for (std::int64_t r = 0; r < rows; ++r) labels[r] = static_cast<std::int32_t>((r * 7919) % cols);
-  labels[5] = 700;  // not the first of the row's tied maxima: not correct
+  labels[5] = 300;   // the first of the tied maxima: correct
+  z[7 * cols + 700] = 9.0f;  // row 7: ties at 700 and 900, the label on the later one: not correct
+  z[7 * cols + 900] = 9.0f;
+  labels[7] = 900;
   labels[6] = 0;
   z[6 * cols] = 12.0f;  // the label is the arg-max: correct
   Tensor cz({rows, cols}, cpu_), gz({rows, cols}, gpu_);
@@ -185,20 +192,34 @@ TEST_F(CudaLm, FusedClassifierOverAWideVocabularyMatchesCpu) {
   Tensor cd, gd;
   const LossStats want = cpu_loss.forward_backward(cz, labels, cd, 100);
   const LossStats got = gpu_loss.forward_backward(gz, labels, gd, 100);
+  EXPECT_EQ(want.correct, 2);
   EXPECT_EQ(got.correct, want.correct);
-  EXPECT_EQ(want.correct, 1);
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * want.loss_sum);
-  const std::vector<float> want_d = cd.to_host();
-  EXPECT_LT(relative_difference(gd.to_host(), want_d), 1e-5);
+  const std::vector<float> want_d = cd.to_host(), got_d = gd.to_host();
+  for (std::size_t i = 0; i < want_d.size(); ++i)
+    ASSERT_NEAR(got_d[i], want_d[i], 1e-5 * std::fabs(want_d[i]) + 1e-12) << "dlogits at row " << i / cols;
 
-  // In place: the gradient over the logits, equal bit for bit to the separate one.
-  DeviceBuffer labels_on_gpu(gpu_, labels.size() * sizeof(std::int32_t)), loss(gpu_, rows * sizeof(float)),
-      correct(gpu_, rows * sizeof(std::int32_t));
-  copy_host_to_device(gpu_, labels_on_gpu.data(), labels.data(), labels.size() * sizeof(std::int32_t));
-  ops::softmax_cross_entropy(gpu_, gz.data(), static_cast<const std::int32_t*>(labels_on_gpu.data()), rows, cols,
-                             1.0f / 100, gz.data(), static_cast<float*>(loss.data()),
-                             static_cast<std::int32_t*>(correct.data()));
-  EXPECT_EQ(gz.to_host(), gd.to_host());
+  // In place: the gradient over the logits, and each row's loss and verdict, bit for bit as the separate ones.
+  const auto bytes = [](std::int64_t n, std::size_t size) { return static_cast<std::size_t>(n) * size; };
+  DeviceBuffer labels_on_gpu(gpu_, bytes(rows, sizeof(std::int32_t))), loss(gpu_, bytes(rows, sizeof(float))),
+      correct(gpu_, bytes(rows, sizeof(std::int32_t))), loss_apart(gpu_, bytes(rows, sizeof(float))),
+      correct_apart(gpu_, bytes(rows, sizeof(std::int32_t)));
+  copy_host_to_device(gpu_, labels_on_gpu.data(), labels.data(), bytes(rows, sizeof(std::int32_t)));
+  const auto* dev_labels = static_cast<const std::int32_t*>(labels_on_gpu.data());
+  Tensor apart({rows, cols}, gpu_);
+  ops::softmax_cross_entropy(gpu_, gz.data(), dev_labels, rows, cols, 1.0f / 100, apart.data(),
+                             static_cast<float*>(loss_apart.data()), static_cast<std::int32_t*>(correct_apart.data()));
+  ops::softmax_cross_entropy(gpu_, gz.data(), dev_labels, rows, cols, 1.0f / 100, gz.data(),
+                             static_cast<float*>(loss.data()), static_cast<std::int32_t*>(correct.data()));
+  EXPECT_EQ(gz.to_host(), apart.to_host());
+  std::vector<float> row_loss(rows), row_loss_apart(rows);
+  std::vector<std::int32_t> row_correct(rows), row_correct_apart(rows);
+  copy_device_to_host(gpu_, row_loss.data(), loss.data(), bytes(rows, sizeof(float)));
+  copy_device_to_host(gpu_, row_loss_apart.data(), loss_apart.data(), bytes(rows, sizeof(float)));
+  copy_device_to_host(gpu_, row_correct.data(), correct.data(), bytes(rows, sizeof(std::int32_t)));
+  copy_device_to_host(gpu_, row_correct_apart.data(), correct_apart.data(), bytes(rows, sizeof(std::int32_t)));
+  EXPECT_EQ(row_loss, row_loss_apart);
+  EXPECT_EQ(row_correct, row_correct_apart);
 }
 
 }  // namespace

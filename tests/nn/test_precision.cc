@@ -27,18 +27,14 @@
 #include "mirror/nn/model_description.h"
 #include "mirror/nn/precision.h"
 #include "reference.h"
+#include "scoped_precision.h"
 
 namespace mirror::nn {
 namespace {
 
 using testing::random_vector;
 
-// Sets the precision for one scope and puts float32 back.
-class ScopedPrecision {
- public:
-  explicit ScopedPrecision(Precision p) { set_compute_precision(p); }
-  ~ScopedPrecision() { set_compute_precision(Precision::kFloat32); }
-};
+using testing::ScopedPrecision;
 
 #define SKIP_WITHOUT_BF16()                                                                \
   do {                                                                                     \

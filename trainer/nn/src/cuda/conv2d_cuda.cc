@@ -36,7 +36,6 @@ class CudnnConv2d final : public Conv2dKernels {
   explicit CudnnConv2d(const Conv2dProblem& p)
       : bf16_(p.bf16),
         device_(p.device),
-        x_(p.x_shape[0], p.x_shape[1], p.x_shape[2], p.x_shape[3]),
         y_(p.y_shape[0], p.y_shape[1], p.y_shape[2], p.y_shape[3]),
         x_operand_(p.x_shape[0], p.x_shape[1], p.x_shape[2], p.x_shape[3], operand_type(p.bf16)),
         y_operand_(p.y_shape[0], p.y_shape[1], p.y_shape[2], p.y_shape[3], operand_type(p.bf16)),
@@ -156,7 +155,7 @@ class CudnnConv2d final : public Conv2dKernels {
 
   bool bf16_;
   Device device_;
-  TensorDesc x_, y_;                  // float32: the bias and its gradient
+  TensorDesc y_;                      // float32: the bias and its gradient
   TensorDesc x_operand_, y_operand_;  // the convolutions' operands and results (bfloat16 under bf16 compute)
   TensorDesc bias_;
   std::int64_t x_count_, y_count_, w_count_;

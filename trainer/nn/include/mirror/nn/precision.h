@@ -6,7 +6,7 @@
 // Layers read the setting at every forward and backward. On the CPU the bfloat16 products are oneDNN's, which
 // has kernels for them from avx512_core up (AVX-512-BF16 and AMX natively); below that oneDNN 2.6 has none, and
 // bfloat16 is refused there. On CUDA the linear layers' and attention's products are cuBLAS's (bf16_products.h,
-// cuda/attention_cuda.h); the convolutions stay float32 there.
+// cuda/attention_cuda.h), and the convolutions cuDNN's BFLOAT16 configuration (cuda/conv2d_cuda.cc).
 #pragma once
 
 #include <cstdint>
