@@ -6,7 +6,9 @@
 // Under bfloat16 compute (precision.h) the three convolutions take bfloat16 operands (x, w and dy rounded to
 // nearest even) on tensor cores with float32 accumulation: cuDNN's BFLOAT16 configuration, whose results are
 // bfloat16 too, so each is widened into the layer's float32 output (PyTorch autocast's convolutions also
-// return bfloat16). The bias and its gradient stay float32.
+// return bfloat16). The bias and its gradient stay float32. Where cuDNN has no deterministic bfloat16 algorithm
+// for one of the three, the layer computes in float32 (make_conv2d_cuda).
+#include <optional>
 #include <vector>
 
 #include "../bf16_products.h"
@@ -19,12 +21,12 @@ namespace {
 
 using cuda::TensorDesc;
 
-// The first algorithm in cuDNN's heuristic order that works and is deterministic.
+// The first algorithm in cuDNN's heuristic order that works and is deterministic, if any.
 template <typename Perf>
-auto pick(const std::vector<Perf>& perf, int returned, const char* what) {
+auto pick(const std::vector<Perf>& perf, int returned) -> std::optional<decltype(perf[0].algo)> {
   for (int i = 0; i < returned; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC) return perf[i].algo;
-  MIRROR_THROW(kCuda, "cuDNN offers no deterministic " << what << " algorithm for this convolution");
+  return std::nullopt;
 }
 
 cudnnDataType_t operand_type(bool bf16) { return bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
@@ -103,6 +105,9 @@ class CudnnConv2d final : public Conv2dKernels {
 
   std::string implementation() const override { return bf16_ ? "cudnn (bf16 operands)" : std::string(); }
 
+  // Empty when cuDNN offered a deterministic algorithm for each of the three convolutions; else the first without.
+  const char* missing_algorithm() const { return missing_; }
+
  private:
   // The operand cuDNN reads: the float32 values, or their bfloat16 rounding.
   const void* operand(BFloat16Copy& copy, const float* values, std::int64_t n) const {
@@ -131,7 +136,9 @@ class CudnnConv2d final : public Conv2dKernels {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(h, x_operand_.get(), w_, conv_, y_operand_.get(),
                                                                 static_cast<int>(perf.size()), &n, perf.data()));
-      fwd_algo_ = pick(perf, n, "forward");
+      const auto algo = pick(perf, n);
+      if (!algo) return missing("forward");
+      fwd_algo_ = *algo;
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(h, x_operand_.get(), w_, conv_, y_operand_.get(),
                                                                  fwd_algo_, &fwd_bytes_));
     }
@@ -139,7 +146,9 @@ class CudnnConv2d final : public Conv2dKernels {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, w_, y_operand_.get(), conv_, x_operand_.get(),
                                                                      static_cast<int>(perf.size()), &n, perf.data()));
-      data_algo_ = pick(perf, n, "backward data");
+      const auto algo = pick(perf, n);
+      if (!algo) return missing("backward data");
+      data_algo_ = *algo;
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, y_operand_.get(), conv_, x_operand_.get(),
                                                                       data_algo_, &data_bytes_));
     }
@@ -147,13 +156,18 @@ class CudnnConv2d final : public Conv2dKernels {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, x_operand_.get(), y_operand_.get(), conv_, w_,
                                                                        static_cast<int>(perf.size()), &n, perf.data()));
-      filter_algo_ = pick(perf, n, "backward filter");
+      const auto algo = pick(perf, n);
+      if (!algo) return missing("backward filter");
+      filter_algo_ = *algo;
       MIRROR_CHECK_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_operand_.get(), y_operand_.get(), conv_,
                                                                         w_, filter_algo_, &filter_bytes_));
     }
   }
 
+  void missing(const char* which) { missing_ = which; }
+
   bool bf16_;
+  const char* missing_ = "";
   Device device_;
   TensorDesc y_;                      // float32: the bias and its gradient
   TensorDesc x_operand_, y_operand_;  // the convolutions' operands and results (bfloat16 under bf16 compute)
@@ -172,8 +186,18 @@ class CudnnConv2d final : public Conv2dKernels {
 
 }  // namespace
 
+// Under bfloat16 compute, a convolution for which cuDNN has no deterministic bfloat16 algorithm computes in
+// float32 (implementation() then says nothing of bf16), as the CPU does where oneDNN has no bfloat16 kernel.
 std::unique_ptr<Conv2dKernels> make_conv2d_cuda(const Conv2dProblem& problem) {
-  return std::make_unique<CudnnConv2d>(problem);
+  auto kernels = std::make_unique<CudnnConv2d>(problem);
+  if (*kernels->missing_algorithm() != '\0' && problem.bf16) {
+    Conv2dProblem float32 = problem;
+    float32.bf16 = false;
+    kernels = std::make_unique<CudnnConv2d>(float32);
+  }
+  MIRROR_CHECK(*kernels->missing_algorithm() == '\0', kCuda,
+               "cuDNN offers no deterministic " << kernels->missing_algorithm() << " algorithm for this convolution");
+  return kernels;
 }
 
 }  // namespace mirror::nn::detail
