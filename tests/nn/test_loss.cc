@@ -1,13 +1,15 @@
 // test_loss.cc — softmax cross-entropy: values and counts against a double-precision naive reference,
 // dlogits against central finite differences of that reference, stability with huge logits, the
 // 1/batch scaling that makes N ranks × B equal one rank × N·B, and label errors; per-token logits [N, T, C]
-// with targets [N, T] (an int32 tensor), and an ignore index that leaves targets out of loss, gradient and count.
+// with targets [N, T] (an int32 tensor), and an ignore index that leaves targets out of loss, gradient and count;
+// the gradient written over the logits equal to the one written apart.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "mirror/error.h"
 #include "mirror/nn/loss.h"
+#include "mirror/nn/ops.h"
 #include "reference.h"
 
 namespace mirror::nn {
@@ -124,6 +126,26 @@ TEST(SoftmaxCrossEntropy, LabelsOutOfRangeOrMiscountedAreErrors) {
   EXPECT_THROW(loss.forward(logits, negative), Error);
   const std::vector<std::int32_t> short_labels = {0};
   EXPECT_THROW(loss.forward(logits, short_labels), Error);
+}
+
+// The gradient written over the logits (as the trainer writes it, nn::Model::logits_may_hold_their_gradient)
+// equals the one written apart, bit for bit, with each row's loss and verdict: narrow rows and a vocabulary's.
+TEST(SoftmaxCrossEntropy, GradientWrittenOverTheLogitsEqualsTheSeparateOne) {
+  for (const std::int64_t cols : {std::int64_t{10}, std::int64_t{300}}) {
+    const std::int64_t rows = 7;
+    std::vector<float> z = random_vector(rows * cols, 41, -5.0f, 5.0f);
+    std::vector<std::int32_t> labels(rows);
+    for (std::int64_t r = 0; r < rows; ++r) labels[r] = static_cast<std::int32_t>((r * 13 + 2) % cols);
+    std::vector<float> apart(z.size()), loss_apart(rows), loss_over(rows);
+    std::vector<std::int32_t> correct_apart(rows), correct_over(rows);
+    ops::softmax_cross_entropy(Device{}, z.data(), labels.data(), rows, cols, 0.25f, apart.data(), loss_apart.data(),
+                               correct_apart.data());
+    ops::softmax_cross_entropy(Device{}, z.data(), labels.data(), rows, cols, 0.25f, z.data(), loss_over.data(),
+                               correct_over.data());
+    EXPECT_EQ(z, apart) << cols << " classes";
+    EXPECT_EQ(loss_over, loss_apart) << cols << " classes";
+    EXPECT_EQ(correct_over, correct_apart) << cols << " classes";
+  }
 }
 
 TEST(LossStats, SumsOverBatches) {

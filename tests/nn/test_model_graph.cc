@@ -1,7 +1,8 @@
 // test_model_graph.cc — the model as a graph: named inputs, the add and concat merges, an output used by
 // several layers (its gradients summed), a value used twice by one merge, parameters shared by two layers
 // (tied weights: stored once, gradient the sum of both uses, reported once after the owner's backward), the
-// model's output named, the layer table's wiring notes, and the wiring errors. Each model is checked against a
+// model's output named, the layer table's wiring notes, the wiring errors, and when the logits may hold their
+// gradient. Each model is checked against a
 // forward written by hand in double and gradients against central finite differences.
 #include <gtest/gtest.h>
 
@@ -262,6 +263,20 @@ TEST(ModelGraph, ANamedOutputAndJsonRoundTrip) {
   const std::string table = layer_table(*model);
   EXPECT_NE(table.find("<- a, b"), std::string::npos) << table;
   EXPECT_NE(table.find("<- input"), std::string::npos) << table;
+}
+
+// The loss may write its gradient over the logits only behind a linear output layer that no other node reads.
+TEST(ModelGraph, LogitsHoldTheirGradientOnlyBehindALinearOutput) {
+  EXPECT_TRUE(build(R"({"layers": [{"type": "linear", "name": "a", "out_features": 5}, {"type": "relu"},
+                                  {"type": "linear", "name": "b", "out_features": 3}]})", {4}, 3)
+                  ->logits_may_hold_their_gradient());
+  EXPECT_FALSE(build(R"({"layers": [{"type": "linear", "name": "a", "out_features": 3}, {"type": "relu"}]})", {4}, 3)
+                   ->logits_may_hold_their_gradient());
+  EXPECT_FALSE(build(R"({"layers": [
+    {"type": "linear", "name": "a", "out_features": 3},
+    {"type": "linear", "name": "b", "inputs": ["input"], "out_features": 3},
+    {"type": "add", "name": "sum", "inputs": ["a", "b"]}], "output": "sum"})", {4}, 3)
+                   ->logits_may_hold_their_gradient());
 }
 
 TEST(ModelGraph, WiringErrorsNameTheLayer) {

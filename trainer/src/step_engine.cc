@@ -21,7 +21,7 @@ using telemetry::Timeline;
 StepEngine::StepEngine(StepParts parts, std::uint64_t seed, std::int64_t accum,
                        std::vector<nn::Optimizer::Range> owned, double grad_clip)
     : parts_(parts), seed_(seed), accum_(accum), owned_(std::move(owned)), grad_clip_(grad_clip),
-      loss_(parts.model.device()) {}
+      loss_(parts.model.device()), gradient_over_logits_(parts.model.logits_may_hold_their_gradient()) {}
 
 StepOutcome StepEngine::step(RunPosition& pos, EpochTimes& times, float lr) {
   Timeline& timeline = parts_.timeline;
@@ -76,6 +76,8 @@ void StepEngine::micro_step(std::int64_t k, RunPosition& pos, EpochTimes& times)
   context.sample_ids = batch_.indices;
   context.reducer = parts_.reducer;
   const nn::Tensor& logits = parts_.model.forward(input, context);
+  if (gradient_over_logits_)  // the loss writes its gradient over the logits (nn::Model says when it may)
+    dlogits_ = nn::Tensor::view(const_cast<float*>(logits.data()), logits.shape(), logits.device());
   // The mean over every target of the step (a sample's label, or a window's tokens) on this rank.
   const auto targets = static_cast<std::int64_t>(batch_.y.size());
   const nn::LossStats stats = loss_.forward_backward(logits, batch_.y, dlogits_, targets * accum_);

@@ -72,6 +72,7 @@ class StepEngine {
   std::vector<nn::Optimizer::Range> owned_;
   double grad_clip_;
   nn::SoftmaxCrossEntropy loss_;
+  bool gradient_over_logits_;  // dlogits_ views the logits (nn::Model::logits_may_hold_their_gradient)
   nn::Tensor staging_, dlogits_;
   data::Batch batch_;
 };

@@ -9,6 +9,7 @@
 #include "init.h"
 #include "layout_bridge.h"
 #include "mirror/error.h"
+#include "mirror/nn/linear.h"
 #include "mirror/nn/ops.h"
 
 namespace mirror::nn {
@@ -358,6 +359,10 @@ LayerGradReady Model::ready_callback(std::size_t n, const GradReadyFn& on_grad_r
                     grads() + infos_[global].offset);
     if (on_grad_ready) on_grad_ready(global);
   };
+}
+
+bool Model::logits_may_hold_their_gradient() const {
+  return nodes_[output_].uses == 1 && dynamic_cast<const Linear*>(layers_[output_].get()) != nullptr;
 }
 
 void Model::backward(const Tensor& dlogits, GradMode mode, const GradReadyFn& on_grad_ready) {

@@ -70,7 +70,7 @@ void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n) {
 void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t cols,
                            float grad_scale, float* dlogits, float* row_loss, std::int32_t* row_correct) {
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* __restrict z = logits + r * cols;
+    const float* z = logits + r * cols;  // dlogits may alias it (ops.h): each d[c] is written after z[c] is read
     std::int64_t arg = 0;
     float mx = z[0];
     for (std::int64_t c = 1; c < cols; ++c) {
@@ -82,7 +82,7 @@ void softmax_cross_entropy(const float* logits, const std::int32_t* labels, std:
     row_loss[r] = std::log(sum) - (z[label] - mx);
     row_correct[r] = arg == label ? 1 : 0;
     if (dlogits) {
-      float* __restrict d = dlogits + r * cols;
+      float* d = dlogits + r * cols;
       const float inv = grad_scale / sum;
       for (std::int64_t c = 0; c < cols; ++c) d[c] = std::exp(z[c] - mx) * inv;
       d[label] -= grad_scale;

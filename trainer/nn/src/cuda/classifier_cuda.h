@@ -13,8 +13,8 @@ inline constexpr std::int64_t kWideClassifierColumns = 256;
 
 // Per row r: row_loss[r] = log Σ exp(z − max) − (z[label] − max); row_correct[r] = (first arg-max == label);
 // dlogits (when not null) = softmax(z) · grad_scale, minus grad_scale at the label. dlogits may alias logits: each
-// thread writes only the columns it alone reads, and the label's logit is read before the first write. (The CPU's
-// loop takes no alias: its pointers are __restrict.) A row holding a NaN has a NaN loss; which column it names as
+// thread writes only the columns it alone reads, and the label's logit is read before the first write (the
+// trainer does this: nn::Model::logits_may_hold_their_gradient). A row holding a NaN has a NaN loss; which column it names as
 // its arg-max may differ from the CPU's.
 void softmax_cross_entropy_wide(const float* logits, const std::int32_t* labels, std::int64_t rows,
                                 std::int64_t cols, float grad_scale, float* dlogits, float* row_loss,

@@ -33,6 +33,7 @@ void relu_backward(const Device& device, const float* y, const float* dy, float*
 // Softmax cross-entropy of each row of logits[rows, cols] against labels (already checked in [0, cols)):
 // row_loss[r] = logsumexp(z_r) - z_r[label_r] (max-shifted, stable), row_correct[r] = 1 when the first
 // arg-max of z_r is the label, else 0; when dlogits is not null, dlogits = (softmax(z) - onehot) * grad_scale.
+// dlogits may be logits itself (the gradient written over them).
 void softmax_cross_entropy(const Device& device, const float* logits, const std::int32_t* labels,
                            std::int64_t rows, std::int64_t cols, float grad_scale, float* dlogits,
                            float* row_loss, std::int32_t* row_correct);
