@@ -2,7 +2,8 @@
 # lm.sh — language models end to end: a byte-level token dataset from a text (mirror-data text), a tiny GPT
 # (odd sizes: 12 channels, 3 heads, context 9, two blocks, head tied to the embedding) trained data-parallel.
 # N ranks x B windows == 1 rank x N*B after 20 steps (AdamW, warmup + cosine over --train-steps, gradient
-# clipping that bites, sharded and unsharded optimizer steps); a run cut by --max-steps and resumed, and one
+# clipping that bites, sharded and unsharded optimizer steps); the clip against its definition, also with fp16
+# gradients; a run cut by --max-steps and resumed, and one
 # whose rank is killed and restarted by mirrorrun, end bit-identical to the uninterrupted run; the metrics lines
 # (the schedule spanning --train-steps, recorded in the checkpoint); mirror-eval's loss against an independent
 # numpy forward of the checkpoint's tensors; --print-model gpt-nano's file training bit for bit as the built-in;
@@ -44,6 +45,9 @@ sgd=(--data "$TMP/text.h5" --model "$TMP/tiny.json" --train-steps 1 --optimizer 
 mpi 2 "$TRAINER" "${sgd[@]}" --lr 0.1 --checkpoint-dir "$TMP/sgd1" >/dev/null
 mpi 2 "$TRAINER" "${sgd[@]}" --lr 0.2 --checkpoint-dir "$TMP/sgd2" >/dev/null
 mpi 2 "$TRAINER" "${sgd[@]}" --lr 0.1 --grad-clip 0.3 --checkpoint-dir "$TMP/sgdc" --metrics "$TMP/sgdc.jsonl" >/dev/null
+# The same step with the gradients sent in fp16 (loss scale 2^16): the norm is the unscaled gradient's.
+mpi 2 "$TRAINER" "${sgd[@]}" --lr 0.1 --grad-clip 0.3 --grad-dtype fp16 --checkpoint-dir "$TMP/sgdh" \
+  --metrics "$TMP/sgdh.jsonl" >/dev/null
 /usr/bin/python3 - "$TMP" <<'PY' || fail "clipping against its definition"
 import json, sys
 import h5py, numpy as np
@@ -62,6 +66,12 @@ assert worst < 1e-6, worst
 reported = json.loads(open(f"{t}/sgdc.jsonl").read().splitlines()[-1])["grad_norm"]
 assert abs(reported - norm) < 1e-3 * norm, (reported, norm)
 print(f"ok: clipped step == p0 - lr g min(1, C/|g|) within {worst:.1e}; |g| {norm:.4f}, reported {reported:.4f}")
+half = json.loads(open(f"{t}/sgdh.jsonl").read().splitlines()[-1])["grad_norm"]
+assert abs(half - norm) < 1e-3 * norm, (half, norm)  # fp16 rounds each element by at most 2^-11 relative
+ph = params("sgdh")
+worst_half = max(np.abs(ph[k] - (p0[k] - 0.1 * factor * g[k])).max() for k in p1)
+assert worst_half < 1e-4, worst_half
+print(f"ok: with --grad-dtype fp16 the clip sees the unscaled norm ({half:.4f}) and steps within {worst_half:.1e}")
 PY
 
 # --- the metrics: one line per evaluation, the last the end of training --------------------------------------
