@@ -3,8 +3,8 @@
 # (odd sizes: 12 channels, 3 heads, context 9, two blocks, head tied to the embedding) trained data-parallel.
 # N ranks x B windows == 1 rank x N*B after 20 steps (AdamW, warmup + cosine over --train-steps, gradient
 # clipping that bites, sharded and unsharded optimizer steps); the clip against its definition, also with fp16
-# gradients; a run cut by --max-steps and resumed, and one
-# whose rank is killed and restarted by mirrorrun, end bit-identical to the uninterrupted run; the metrics lines
+# gradients; a run cut by --max-steps and resumed, and one whose rank is killed and restarted by mirrorrun, end
+# bit-identical to the uninterrupted run; the metrics lines
 # (the schedule spanning --train-steps, recorded in the checkpoint); mirror-eval's loss against an independent
 # numpy forward of the checkpoint's tensors; --print-model gpt-nano's file training bit for bit as the built-in;
 # bad inputs.
