@@ -4,10 +4,9 @@
 # N ranks x B windows == 1 rank x N*B after 20 steps (AdamW, warmup + cosine over --train-steps, gradient
 # clipping that bites, sharded and unsharded optimizer steps); the clip against its definition, also with fp16
 # gradients; a run cut by --max-steps and resumed, and one whose rank is killed and restarted by mirrorrun, end
-# bit-identical to the uninterrupted run; the metrics lines
-# (the schedule spanning --train-steps, recorded in the checkpoint); mirror-eval's loss against an independent
-# numpy forward of the checkpoint's tensors; --print-model gpt-nano's file training bit for bit as the built-in;
-# bad inputs.
+# bit-identical to the uninterrupted run; the metrics lines (the schedule spanning --train-steps, recorded in the
+# checkpoint); mirror-eval's loss against an independent numpy forward of the checkpoint's tensors;
+# --print-model gpt-nano's file training bit for bit as the built-in; bad inputs.
 source "$(dirname "$0")/../scripts/lib.sh"
 
 word_text_data "$TMP/text.h5" 3
