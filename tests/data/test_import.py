@@ -21,28 +21,7 @@ import h5py
 import numpy as np
 from PIL import Image
 
-MIRROR_DATA = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def run(args, ok=True, message=None):
-    """Runs mirror-data; checks the exit status and (for failures) that every part of `message` is in stderr."""
-    p = subprocess.run([MIRROR_DATA] + args, capture_output=True, text=True, timeout=120)
-    label = " ".join(args)
-    if ok:
-        check(p.returncode == 0, f"'{label}' should succeed; exit {p.returncode}: {p.stderr.strip()}")
-    else:
-        check(p.returncode != 0, f"'{label}' should fail, it exited 0")
-        for part in ([message] if isinstance(message, str) else message or []):
-            check(part in p.stderr, f"'{label}': '{part}' not in the error: {p.stderr.strip()}")
-        check("Segmentation" not in p.stderr and p.returncode > 0, f"'{label}' crashed: {p.returncode}")
-    return p
+from mirror_data_checks import MIRROR_DATA, check, failures, run  # noqa: E402
 
 
 def read_out(path):

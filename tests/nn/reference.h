@@ -2,12 +2,24 @@
 // seeded random data. Nothing here calls Mirror code, so the tests compare against an independent result.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 namespace mirror::nn::testing {
+
+// max |a − b| over max |b| (the largest value sets the scale, as a tolerance of bfloat16 or of a reordered sum
+// is relative to it).
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0.0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
 
 inline std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 gen(seed);

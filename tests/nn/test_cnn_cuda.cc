@@ -25,6 +25,7 @@
 namespace mirror::nn {
 namespace {
 
+using testing::max_relative_difference;
 using testing::random_vector;
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rel, const char* what) {
@@ -124,16 +125,6 @@ std::vector<std::vector<float>> conv_results(const std::function<std::unique_ptr
   return results;
 }
 
-// max |a − b| over max |b|.
-double relative_to_max(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 // cuDNN's bfloat16 convolutions against float32 on the CPU: within bfloat16's tolerance (1e-2 of the largest
 // value), and not equal (the operands were rounded).
 TEST_F(CnnCuda, Bfloat16ConvolutionsAreCloseToFloat32OnTheCpu) {
@@ -146,7 +137,7 @@ TEST_F(CnnCuda, Bfloat16ConvolutionsAreCloseToFloat32OnTheCpu) {
     ASSERT_EQ(got.size(), want.size());
     bool differs = false;
     for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_LT(relative_to_max(got[i], want[i]), 1e-2) << "result " << i << " with " << c << " input channels";
+      EXPECT_LT(max_relative_difference(got[i], want[i]), 1e-2) << "result " << i << " with " << c << " input channels";
       differs = differs || got[i] != want[i];
     }
     EXPECT_TRUE(differs) << "bfloat16 convolutions gave float32's results exactly";

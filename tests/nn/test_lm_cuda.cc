@@ -24,6 +24,7 @@
 namespace mirror::nn {
 namespace {
 
+using testing::max_relative_difference;
 using testing::random_vector;
 
 class CudaLm : public ::testing::Test {
@@ -35,16 +36,6 @@ class CudaLm : public ::testing::Test {
   Device gpu_;
   Device cpu_;
 };
-
-// max |a − b| / max |b|.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 constexpr const char* kTinyGpt = R"({"layers": [
   {"type": "embedding", "name": "wte", "vocab": "classes", "channels": 32},
@@ -92,8 +83,8 @@ TEST_F(CudaLm, TinyGptStepMatchesCpu) {
   }
   const Step cpu = gpt_step(cpu_, ids, targets, n, t, vocab), gpu = gpt_step(gpu_, ids, targets, n, t, vocab);
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-5 * cpu.loss);
-  EXPECT_LT(relative_difference(gpu.logits, cpu.logits), 1e-5);
-  EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 1e-4);
+  EXPECT_LT(max_relative_difference(gpu.logits, cpu.logits), 1e-5);
+  EXPECT_LT(max_relative_difference(gpu.grads, cpu.grads), 1e-4);
   const Step again = gpt_step(gpu_, ids, targets, n, t, vocab);
   EXPECT_EQ(again.grads, gpu.grads) << "a CUDA step does not repeat bit for bit";
 }
@@ -112,7 +103,7 @@ TEST_F(CudaLm, Bfloat16LinearLayersAreCloseToFloat32OnTheCpu) {
   }();
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-2 * cpu.loss);
   EXPECT_NE(gpu.loss, cpu.loss) << "bfloat16 gave float32's exact loss: it did not run";
-  EXPECT_LT(relative_difference(gpu.grads, cpu.grads), 3e-2);
+  EXPECT_LT(max_relative_difference(gpu.grads, cpu.grads), 3e-2);
 }
 
 TEST_F(CudaLm, DecodingWithACacheOnTheGpuMatchesTheCpusFullForward) {
@@ -165,8 +156,8 @@ TEST_F(CudaLm, LayerNormAndGeluMatchCpu) {
     model->backward(dy);
     grads.push_back(model->grads_to_host());
   }
-  EXPECT_LT(relative_difference(logits[1], logits[0]), 1e-5);
-  EXPECT_LT(relative_difference(grads[1], grads[0]), 1e-5);
+  EXPECT_LT(max_relative_difference(logits[1], logits[0]), 1e-5);
+  EXPECT_LT(max_relative_difference(grads[1], grads[0]), 1e-5);
 }
 
 // The fused classifier (classifier_cuda.cu) over GPT-2's vocabulary, against the CPU's loop: per row the loss and

@@ -32,6 +32,7 @@
 namespace mirror::nn {
 namespace {
 
+using testing::max_relative_difference;
 using testing::random_vector;
 
 using testing::ScopedPrecision;
@@ -142,16 +143,6 @@ Result run(Model& model, const Tensor& x) {
   return result;
 }
 
-// max |a − b| over max |b|, and whether a and b differ at all.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 void expect_bf16_close_to_fp32(const std::string& description, const Shape& sample, std::int64_t classes,
                                const Tensor& x, double tolerance) {
   auto model = build_model(ModelDescription::parse(description, "model"), sample, classes, Device{});
@@ -162,13 +153,14 @@ void expect_bf16_close_to_fp32(const std::string& description, const Shape& samp
     const ScopedPrecision scoped(Precision::kBFloat16);
     bf16 = run(*model, x);
   }
-  const double logits = relative_difference(bf16.logits, fp32.logits), grads = relative_difference(bf16.grads, fp32.grads);
+  const double logits = max_relative_difference(bf16.logits, fp32.logits);
+  const double grads = max_relative_difference(bf16.grads, fp32.grads);
   EXPECT_LT(logits, tolerance) << "forward";
   for (const ParamInfo& info : model->parameters()) {
     const auto part = [&](const std::vector<float>& g) {
       return std::vector<float>(g.begin() + info.offset, g.begin() + info.offset + info.numel);
     };
-    EXPECT_LT(relative_difference(part(bf16.grads), part(fp32.grads)), tolerance) << info.name;
+    EXPECT_LT(max_relative_difference(part(bf16.grads), part(fp32.grads)), tolerance) << info.name;
   }
   EXPECT_GT(logits, 0.0) << "bfloat16 gave float32's exact output: it did not run";
   EXPECT_GT(grads, 0.0) << "bfloat16 gave float32's exact gradients: it did not run";
@@ -216,7 +208,7 @@ void expect_layer_bf16_close_to_fp32(Layer& layer, const Tensor& x, double toler
   }
   for (const auto& [what, a, b] : {std::tuple{"y", &bf16.y, &fp32.y}, std::tuple{"dx", &bf16.dx, &fp32.dx},
                                    std::tuple{"parameter gradients", &bf16.grads, &fp32.grads}}) {
-    const double d = relative_difference(*a, *b);
+    const double d = max_relative_difference(*a, *b);
     EXPECT_LT(d, tolerance) << what;
     EXPECT_GT(d, 0.0) << what << ": bfloat16 gave float32's exact values: it did not run";
   }
@@ -289,7 +281,7 @@ TEST(Bfloat16Compute, ATinyGptWithATiedHeadIsCloseToFloat32) {
   }
   EXPECT_NEAR(bf16.first, loss32, 1e-2 * loss32);
   EXPECT_NE(bf16.first, loss32);
-  EXPECT_LT(relative_difference(bf16.second, grads32), 3e-2);
+  EXPECT_LT(max_relative_difference(bf16.second, grads32), 3e-2);
 }
 
 TEST(Bfloat16Compute, IsRefusedNamingTheInstructionSetWhereOneDnnHasNoKernels) {
